@@ -81,7 +81,10 @@ def use_backend(name:str, # 'numpy' or 'cupy'
 def _backend_from_env():
     "Apply `DPNB_BACKEND` (and `DPNB_DTYPE`) from the environment, if set."
     name, dtype = os.environ.get("DPNB_BACKEND"), os.environ.get("DPNB_DTYPE")
-    if name or dtype: set_backend(name or "numpy", dtype)
+    if not (name or dtype): return
+    try: set_backend(name or "numpy", dtype)
+    except ValueError as err:
+        raise ValueError(f"Environment variable DPNB_BACKEND={name!r} / DPNB_DTYPE={dtype!r} is invalid: {err}") from None
 
 _backend_from_env()
 

@@ -1,0 +1,52 @@
+"""README.md is generated from nbs/index.ipynb, and its commands are the ones CI runs."""
+import importlib.util, subprocess, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("make_readme", ROOT/"tools"/"make_readme.py")
+make_readme = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_readme)
+
+MAIN_CMD = 'python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/dpnb demo'
+TEST_CMD = ('python3 -m venv .venv && .venv/bin/pip install -e ".[dev]" && .venv/bin/nbdev-test'
+            ' && .venv/bin/python -m pytest tests')
+
+def readme(): return (ROOT/"README.md").read_text(encoding="utf-8")
+
+def test_readme_in_sync_with_index():
+    ok, msg = make_readme.check(ROOT/"nbs"/"index.ipynb", ROOT/"README.md")
+    assert ok, msg
+
+def test_readme_has_exactly_the_two_commands():
+    blocks = make_readme.fenced_blocks(readme())
+    shell = [b for b in blocks if b[0] in ("sh", "bash", "shell", "console", "zsh")]
+    assert [b[0] for b in shell] == ["sh", "sh"], "README must have exactly two shell blocks, both ```sh"
+    assert make_readme.sh_commands(readme()) == {"Set up and run the main job:": MAIN_CMD, "Run every test:": TEST_CMD}
+
+def test_ci_runs_the_readme_test_command():
+    res = subprocess.run(["bash", str(ROOT/".ci"/"run"), "--print-test-command"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.rstrip("\n") == make_readme.sh_commands(readme())["Run every test:"] == TEST_CMD
+
+def test_conversion_rules():
+    "Markdown verbatim; code fenced with directives stripped; `#| hide` cells and raw cells left out; text outputs kept."
+    nb = {"cells": [
+        {"cell_type": "markdown", "source": ["# Title\n", "\n", "text"]},
+        {"cell_type": "code", "source": "#| hide\nfrom secret import *", "outputs": []},
+        {"cell_type": "raw", "source": "---\ntitle: x\n---"},
+        {"cell_type": "code", "source": "#| eval: false\nx = 1\nx", "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": ["hi\n"]},
+            {"output_type": "execute_result", "data": {"text/plain": ["1"]}, "metadata": {}, "execution_count": 1}]},
+    ]}
+    md = make_readme.notebook_to_markdown(nb)
+    assert md == f"{make_readme.HEADER}\n\n# Title\n\ntext\n\n```python\nx = 1\nx\n```\n\n```\nhi\n```\n\n```\n1\n```\n"
+
+def test_check_reports_drift(tmp_path):
+    out = tmp_path/"README.md"
+    assert make_readme.main(["--out", str(out)]) == 0
+    assert make_readme.main(["--check", "--out", str(out)]) == 0
+    out.write_text(out.read_text() + "hand edit\n")
+    ok, msg = make_readme.check(make_readme.NB_PATH, out)
+    assert not ok and "tools/make_readme.py" in msg and "hand edit" in msg
+    assert make_readme.main(["--check", "--out", str(out)]) == 1
