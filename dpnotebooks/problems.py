@@ -150,7 +150,7 @@ def _synthetic_design(n:int, d:int, rng, scale:float=1.0):
 def _outliers(n:int, fraction:float, rng):
     "Boolean mask marking round(fraction * n) random samples as outliers."
     if not 0 <= fraction < 1: raise ValueError(f"`outlier_fraction` must be in [0, 1). Found {fraction}.")
-    mask = np.zeros(n, bool); mask[to_numpy(rng.integers(0, n, n)).argsort()[: int(round(fraction * n))]] = True
+    mask = np.zeros(n, bool); mask[to_numpy(rng.uniform(n)).argsort()[: int(round(fraction * n))]] = True  # a uniformly random subset
     return asarray(mask, dtype=bool)
 
 # %% ../nbs/04_problems.ipynb #45d2f711
