@@ -54,7 +54,7 @@ def zo_two_point(problem, # a `Problem`
                  per_sample:bool=False, # return the (b, d) per-sample estimates instead of their mean
                 ):
     "Two-point zeroth-order estimate of ∇F_α(x) over `batch` (KLT eq. 4; ZTC Alg. 1 with m = d)."
-    if alpha <= 0: raise ValueError(f"`alpha` must be positive. Found {alpha}.")
+    if not alpha > 0: raise ValueError(f"`alpha` must be positive (and not NaN). Found {alpha}.")
     if U is None: U = make_rng(rng).sphere((len(batch), int(m)), problem.dim)
     G = zo_from_differences(two_point_differences(problem, x, batch, U, alpha), U, alpha)
     return G if per_sample else G.mean(axis=0)
@@ -71,7 +71,7 @@ def zo_difference(problem, # a `Problem`
                   per_sample:bool=False, # return (b, d) per-sample estimates
                  ):
     "ZTC DIFF (Alg. 2): estimate of ∇F_α(x) − ∇F_α(y) with shared directions and samples."
-    if alpha <= 0: raise ValueError(f"`alpha` must be positive. Found {alpha}.")
+    if not alpha > 0: raise ValueError(f"`alpha` must be positive (and not NaN). Found {alpha}.")
     xp = get_xp()
     if U is None: U = make_rng(rng).sphere((len(batch), int(m)), problem.dim)
     P = xp.concatenate([asarray(x) + alpha * U, asarray(y) + alpha * U], axis=1)
@@ -90,7 +90,7 @@ def fo_smoothed_grad(problem, # a `Problem` (needs `grad_each`)
                      per_sample:bool=False, # return (b, d) per-sample estimates
                     ):
     "First-order estimate of ∇F_α(x): mean of ∇f(x + y; ξ), y ~ U(B_α) (KLT Alg. 5, eq. 10 corrected to the ball)."
-    if alpha <= 0: raise ValueError(f"`alpha` must be positive. Found {alpha}.")
+    if not alpha > 0: raise ValueError(f"`alpha` must be positive (and not NaN). Found {alpha}.")
     if Y is None: Y = make_rng(rng).ball((len(batch), int(m)), problem.dim, alpha)
     G = problem.grad_each(asarray(x) + Y, batch).mean(axis=1)
     return G if per_sample else G.mean(axis=0)
