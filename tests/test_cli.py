@@ -1,5 +1,5 @@
 """The `dpnb` console script, run as a user would: in a subprocess, from the installed entry point."""
-import json, subprocess, sys
+import json, re, subprocess, sys
 from pathlib import Path
 import pytest
 
@@ -47,3 +47,16 @@ def test_cupy_without_gpu_is_a_clear_error():
     if "cupy" in available_backends(): pytest.skip("a GPU is present")
     res = run("--backend", "cupy", "list")
     assert res.returncode == 2 and "dpnotebooks[gpu]" in res.stderr and "Traceback" not in res.stderr
+
+@pytest.mark.parametrize("mechanism", ["tree", "gaussian", "zo-oracle"])
+def test_audit_prints_bound_beside_claim(mechanism):
+    res = run("audit", "--mechanism", mechanism, "--trials", "5000", "--seed", "1", "--epsilon", "1.0", "--delta", "1e-5")
+    assert res.returncode == 0, res.stdout + res.stderr
+    m = re.search(r"epsilon: claimed ([0-9.]+), empirical lower bound ([0-9.]+)", res.stdout)
+    claimed, bound = float(m.group(1)), float(m.group(2))
+    assert abs(claimed - 1.0) < 1e-3 and 0 <= bound < claimed
+
+def test_audit_rejects_bad_privacy_parameters():
+    for args in (["--epsilon", "0"], ["--delta", "1.5"], ["--delta", "nan"]):
+        res = run("audit", "--trials", "100", *args)
+        assert res.returncode == 2 and "Traceback" not in res.stderr and "must be" in res.stderr, (args, res.stderr)
