@@ -10,27 +10,48 @@ import math
 from typing import NamedTuple
 import numpy as np
 import dp_accounting
-from .privacy import gaussian_event, tree_event, compose_events, epsilon_of, _check_positive, _check_delta
+from dp_accounting import (GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent, ComposedDpEvent,
+                           NeighboringRelation)
+from dp_accounting.rdp import RdpAccountant
+from .privacy import gaussian_event, tree_event, compose_events, epsilon_of, RDP_ORDERS
+from .privacy import _check_positive, _check_delta, _check_count
 
 # %% auto #0
-__all__ = ['Release', 'Ledger', 'BudgetExceededError', 'check_budget', 'Result']
+__all__ = ['poisson_gaussian_event', 'Release', 'Ledger', 'BudgetExceededError', 'check_budget', 'Result']
+
+# %% ../nbs/01a_ledger.ipynb #3d7de6f1
+def poisson_gaussian_event(sigma:float, # std of the Gaussian noise added to the sum
+                           sensitivity:float, # add/remove-one L2 sensitivity of the sum (one record's clip bound)
+                           sampling_rate:float, # q: each record is in each batch independently with probability q
+                           count:int=1, # number of steps composed (adaptively)
+                          ) -> dp_accounting.DpEvent:
+    "`count` Poisson-subsampled Gaussian sums: SelfComposed(PoissonSampled(q, Gaussian(σ/s)), count) (Abadi et al. 2016; Mironov et al. 2019)."
+    sigma, sensitivity = _check_positive("sigma", sigma), _check_positive("sensitivity", sensitivity)
+    q = _check_positive("sampling_rate", sampling_rate)
+    if q > 1: raise ValueError(f"`sampling_rate` must be in (0, 1] (q = batch size / n). Found {sampling_rate!r}.")
+    return SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(sigma / sensitivity)), _check_count("count", count))
 
 # %% ../nbs/01a_ledger.ipynb #037b8b68
 class Release(NamedTuple):
     "One kind of noisy release, as the accountant sees it."
-    mechanism: str      # 'gaussian' or 'tree'
-    sensitivity: float  # L2 sensitivity of one release (replace-one neighbours), after clipping
+    mechanism: str      # 'gaussian', 'tree', 'poisson-gaussian', or 'nonprivate' (released without noise: ε = ∞)
+    sensitivity: float  # L2 sensitivity of one release (replace-one neighbours; add/remove-one for 'poisson-gaussian'), after clipping
     sigma: float        # std of the Gaussian noise per coordinate (per node for the tree)
     count: int          # number of Gaussian releases, or the tree's stream length Σ
     touches: str = "all"  # 'all', or the name of a group of samples disjoint from every other group
     label: str = ""     # what was released, for people (e.g. 'period-start gradient g_t')
+    sampling_rate: float = 1.0  # Poisson sampling rate q of each release ('poisson-gaussian' only)
 
     @property
     def event(self) -> dp_accounting.DpEvent:
         "The dp-accounting event describing this release for one record."
+        if self.mechanism != "poisson-gaussian" and self.sampling_rate != 1.0:
+            raise ValueError(f"`sampling_rate` applies only to 'poisson-gaussian' entries. Found {self.sampling_rate!r} on a {self.mechanism!r} entry.")
         if self.mechanism == "gaussian": return gaussian_event(self.sigma, self.sensitivity, self.count)
         if self.mechanism == "tree": return tree_event(self.sigma, self.sensitivity, self.count)
-        raise ValueError(f"Unknown mechanism {self.mechanism!r}: use 'gaussian' or 'tree'.")
+        if self.mechanism == "poisson-gaussian": return poisson_gaussian_event(self.sigma, self.sensitivity, self.sampling_rate, self.count)
+        if self.mechanism == "nonprivate": return dp_accounting.NonPrivateDpEvent()
+        raise ValueError(f"Unknown mechanism {self.mechanism!r}: use 'gaussian', 'tree', 'poisson-gaussian' or 'nonprivate'.")
 
 # %% ../nbs/01a_ledger.ipynb #417dc46c
 class Ledger(NamedTuple):
@@ -49,8 +70,23 @@ class Ledger(NamedTuple):
         for r in self.releases: out.setdefault(r.touches, []).append(r)
         return out
 
+# %% ../nbs/01a_ledger.ipynb #b12a13da
+_POISSON_RDP_ORDERS = tuple(a for a in RDP_ORDERS if a <= 1024)
+
+def _has_poisson(event) -> bool:
+    if isinstance(event, PoissonSampledDpEvent): return True
+    if isinstance(event, SelfComposedDpEvent): return _has_poisson(event.event)
+    if isinstance(event, ComposedDpEvent): return any(_has_poisson(e) for e in event.events)
+    return False
+
+def _epsilon(event, delta:float, accountant:str) -> float:
+    "`epsilon_of`, except that Poisson events on the RDP accountant use the orders ≤ 1024."
+    if accountant != "rdp" or not _has_poisson(event): return epsilon_of(event, delta, accountant)
+    acc = RdpAccountant(_POISSON_RDP_ORDERS, NeighboringRelation.ADD_OR_REMOVE_ONE)
+    return float(acc.compose(event).get_epsilon(_check_delta(delta)))
+
 # %% ../nbs/01a_ledger.ipynb #bd9560d9
-def _group_signature(entries): return tuple(sorted((r.mechanism, r.sensitivity, r.sigma, r.count) for r in entries))
+def _group_signature(entries): return tuple(sorted((r.mechanism, r.sensitivity, r.sigma, r.count, r.sampling_rate) for r in entries))
 
 def _worst_events(self) -> list:
     "One composed event per distinct group (each including the 'all' entries)."
@@ -64,7 +100,7 @@ def _spent(self, delta:float, # target δ
           ) -> float:
     "ε spent at `delta` by the worst-case record (0 for an empty ledger)."
     events = _worst_events(self)
-    return max((epsilon_of(e, delta, accountant) for e in events), default=0.0)
+    return max((_epsilon(e, delta, accountant) for e in events), default=0.0)
 
 Ledger._worst_events, Ledger.spent = _worst_events, _spent
 
@@ -73,12 +109,13 @@ def _rows(self):
     "Rows (mechanism, sensitivity, sigma, noise multiplier, count, touches, label), merging identical entries across groups."
     merged = {}
     for r in self.releases:
-        key = (r.mechanism, r.sensitivity, r.sigma, r.count, r.touches == "all", r.label)
+        key = (r.mechanism, r.sensitivity, r.sigma, r.count, r.sampling_rate, r.touches == "all", r.label)
         merged.setdefault(key, []).append(r.touches)
     out = []
-    for (mech, s, sig, cnt, _, label), where in merged.items():
+    for (mech, s, sig, cnt, q, _, label), where in merged.items():
         touches = where[0] if len(where) == 1 else f"{len(where)} disjoint groups"
-        out.append((mech, f"{s:.4g}", f"{sig:.4g}", f"{sig / s:.4g}", str(cnt), touches, label))
+        count = str(cnt) if mech != "poisson-gaussian" else f"{cnt} (q = {q:.4g})"
+        out.append((mech, f"{s:.4g}", f"{sig:.4g}", (f"{sig / s:.4g}" if s else "-"), count, touches, label))
     return out
 
 _HEAD = ("mechanism", "sensitivity", "sigma", "sigma/sens", "count or Σ", "touches", "what")
@@ -114,8 +151,10 @@ def _validate_target(epsilon, delta):
     _check_positive("epsilon", epsilon); _check_delta(delta)
 
 # %% ../nbs/01a_ledger.ipynb #74e5597f
+_COUNTED = ("gaussian", "poisson-gaussian")  # entries whose `count` is a number of steps (the tree's is its length Σ)
+
 def _scaled(ledger:Ledger, noise:float=1.0, keep:float=1.0) -> Ledger:
-    return Ledger(tuple(r._replace(sigma=r.sigma * noise, count=max(1, int(math.floor(r.count * keep)))) if r.mechanism == "gaussian"
+    return Ledger(tuple(r._replace(sigma=r.sigma * noise, count=max(1, int(math.floor(r.count * keep)))) if r.mechanism in _COUNTED
                         else r._replace(sigma=r.sigma * noise) for r in ledger.releases))
 
 def _bisect(fits, lo, hi, iters=40, increasing=True):
@@ -143,10 +182,10 @@ def check_budget(planned:Ledger, # the releases the run will make
     msg = (f"The planned releases spend epsilon = {spent:.4g} at delta = {delta:g}, more than the budget epsilon = {epsilon:g}. "
            f"Nothing was run and no data was read. To fit, multiply every noise scale by {factor:.3g} "
            f"(for example through a larger dataset or batch, which lowers the sensitivity by the same factor), ")
-    total = sum(r.count for r in planned.releases if r.mechanism == "gaussian")
+    total = sum(r.count for r in planned.releases if r.mechanism in _COUNTED)
     if total > 1 and fits(_scaled(planned, keep=1 / total)):
         keep = _bisect(lambda f: fits(_scaled(planned, keep=f)), 1 / total, 1.0, increasing=False)
-        kept = sum(max(1, int(math.floor(r.count * keep))) for r in planned.releases if r.mechanism == "gaussian")
+        kept = sum(max(1, int(math.floor(r.count * keep))) for r in planned.releases if r.mechanism in _COUNTED)
         msg += f"or cut the Gaussian releases (steps) from {total} to {kept}, "
     raise BudgetExceededError(msg + f"or raise epsilon to {spent:.4g}.")
 

@@ -17,24 +17,58 @@ def test_list_names_every_problem():
     assert "reference-sgd" in res.stdout
 
 def test_demo_writes_table_plot_and_json(tmp_path):
-    res = run("demo", "--out", str(tmp_path / "out"), "--steps", "60", "--quiet")
+    res = run("demo", "--out", str(tmp_path / "out"), "--n", "4000", "--quiet")
     assert res.returncode == 0, res.stderr
-    assert "Goldstein norm" in res.stdout and "seconds:" in res.stdout
+    assert "Goldstein norm" in res.stdout and "epsilon spent" in res.stdout
     r = json.loads((tmp_path / "out" / "demo.json").read_text())
     assert (tmp_path / "out" / "demo.png").stat().st_size > 1000
-    assert r["problem"] == "robust-regression" and r["steps"] == 60 and r["seed"] == 0
-    assert r["loss_out"] < r["loss_x0"]
-    assert 0 <= r["goldstein_out"] <= 1.0 + 1e-9   # L = 1 bounds every gradient, hence the hull's min norm
+    assert r["problem"] == "robust-regression" and r["n"] == 4000 and r["seed"] == 0
+    pv = r["private"]
+    assert pv["algorithm"] == "klt-single-pass" and pv["epsilon"] == 1.0 and pv["epsilon_spent"] <= 1.0
+    assert pv["max_uses_per_sample"] == 1 and pv["samples_used"] <= 4000
+    assert pv["loss_out"] < r["loss_x0"] and r["reference"]["loss_out"] < r["loss_x0"]
+    for g in (r["goldstein_x0"], pv["goldstein_out"], r["reference"]["goldstein_out"]):
+        assert 0 <= g <= 1.0 + 1e-9   # L = 1 bounds every gradient, hence the hull's min norm
 
 def test_demo_is_reproducible_with_a_seed(tmp_path):
-    a = run("demo", "--out", str(tmp_path / "a"), "--steps", "20", "--quiet", "--seed", "5")
-    b = run("demo", "--out", str(tmp_path / "b"), "--steps", "20", "--quiet", "--seed", "5")
+    a = run("demo", "--out", str(tmp_path / "a"), "--n", "3000", "--quiet", "--seed", "5")
+    b = run("demo", "--out", str(tmp_path / "b"), "--n", "3000", "--quiet", "--seed", "5")
     assert a.returncode == b.returncode == 0
     ra, rb = (json.loads((tmp_path / k / "demo.json").read_text()) for k in "ab")
-    assert ra["x_out"] == rb["x_out"] and ra["trace_losses"] == rb["trace_losses"]
+    assert ra["private"]["x_out"] == rb["private"]["x_out"] and ra["reference"]["trace_losses"] == rb["reference"]["trace_losses"]
+
+def test_run_writes_the_design_contract(tmp_path):
+    out = tmp_path / "r.json"
+    res = run("run", "klt-single-pass", "--n", "3000", "--d", "4", "--epsilon", "2", "--delta", "1e-5", "--seed", "1",
+              "--quiet", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    r = json.loads(out.read_text())
+    for key in ("algorithm", "problem", "n", "d", "seed", "backend", "privacy", "samples_used", "max_uses_per_sample", "x_out",
+                "loss_x0", "loss_out", "stationarity", "clipped_fraction", "seconds"):
+        assert key in r, key
+    assert set(r["privacy"]) >= {"epsilon", "delta", "accountant", "events"} and r["privacy"]["events"]
+    assert set(r["stationarity"]) >= {"kind", "radius", "at_x0", "at_out"}
+    assert r["privacy"]["epsilon_spent"] <= 2.0 and r["max_uses_per_sample"] == 1 and len(r["x_out"]) == 4
+
+def test_run_nonprivate_reports_infinite_epsilon(tmp_path):
+    out = tmp_path / "r.json"
+    res = run("run", "o2nc-nonprivate", "--n", "2000", "--d", "3", "--seed", "0", "--quiet", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    r = json.loads(out.read_text())
+    assert r["privacy"]["private"] is False and r["privacy"]["epsilon_spent"] is None and "NOT private" in res.stdout
 
 @pytest.mark.parametrize("args, message", [
-    (["demo", "--steps", "0"], "positive integer"),
+    (["run", "ztc", "--epsilon", "-1", "--delta", "1e-5"], "`epsilon` must be"),
+    (["run", "ztc", "--epsilon", "1", "--delta", "2"], "delta"),
+    (["run", "nope", "--epsilon", "1", "--delta", "1e-5"], "Unknown algorithm"),
+    (["run", "ztc", "--n", "100", "--epsilon", "1", "--delta", "1e-5", "--beta", "0.01"], "Use at least"),
+])
+def test_run_refuses_bad_requests(args, message):
+    res = run(*args)
+    assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+@pytest.mark.parametrize("args, message", [
+    (["demo", "--n", "0"], "positive integer"),
     (["frobnicate"], "invalid choice"),
     (["--backend", "tpu", "list"], "invalid choice"),
 ])
