@@ -1,0 +1,100 @@
+"""End to end through `minimize`: every private algorithm reaches the Goldstein target its recipe promises, spends at
+most its budget, and uses the data as its privacy argument says; refusals happen before any data is read."""
+import math
+import numpy as np
+import pytest
+from dpnotebooks.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
+from dpnotebooks.ledger import BudgetExceededError
+from dpnotebooks.problems import get_problem, Dataset
+from dpnotebooks.stationarity import goldstein_norm
+
+EPS, DELTA, ALPHA = 4.0, 1e-5, 0.05
+SETUPS = {  # algorithm: (n, overrides) on robust-regression, d = 4
+    "klt-single-pass": (20000, {}),
+    "klt-first-order": (20000, dict(m=64)),
+    "ztc": (20000, {}),
+    "ztc-naive": (20000, {}),
+    "klt-multi-pass": (1000, dict(m=32, max_steps=300)),
+    "dp-sgd": (20000, {}),
+}
+
+@pytest.fixture(scope="module")
+def problems():
+    return {n: get_problem("robust-regression", n=n, d=4, seed=0) for n in {n for n, _ in SETUPS.values()}}
+
+def test_every_private_algorithm_is_covered():
+    private = {name for name, a in ALGORITHMS.items() if a.private}
+    assert private == set(SETUPS), private ^ set(SETUPS)
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", sorted(SETUPS))
+def test_reaches_the_recipe_target_in_most_seeds(algorithm, problems):
+    n, kw = SETUPS[algorithm]
+    p = problems[n]
+    hits, norms = 0, []
+    for seed in range(3):
+        res = minimize(p, algorithm, epsilon=EPS, delta=DELTA, alpha=ALPHA, seed=seed, **kw)
+        plan = res.trace["plan"]
+        g = goldstein_norm(p, res.x, 2 * ALPHA, k=128, rng=1)
+        norms.append(g); hits += g <= plan.beta
+        assert res.epsilon_spent <= EPS * (1 + 1e-9) and res.seeded and res.seed == seed
+        if ALGORITHMS[algorithm].access == "single-pass":
+            assert res.max_uses_per_sample == 1 and res.samples_used <= n
+        assert 0.0 <= res.clipped_fraction < 0.05
+    g0 = goldstein_norm(p, p.x0, 2 * ALPHA, k=128, rng=1)
+    assert hits >= 2, (algorithm, norms, plan.beta)
+    assert np.median(norms) < g0, (algorithm, norms, g0)   # the run made progress from x0
+
+def test_nonprivate_baseline_reports_infinite_epsilon(problems):
+    res = minimize(problems[1000], "o2nc-nonprivate", seed=0)
+    assert math.isinf(res.epsilon_spent) and res.max_uses_per_sample == 1
+
+class _Untouchable(Dataset):
+    def __getitem__(self, idx): raise AssertionError("the data were read")
+
+@pytest.fixture
+def guarded():
+    p = get_problem("robust-regression", n=2000, d=4, seed=0)
+    p.data = _Untouchable(p.data.A, p.data.y)
+    return p
+
+@pytest.mark.parametrize("algorithm", sorted(SETUPS))
+def test_overspending_plans_are_refused_before_reading(algorithm, guarded):
+    plan = plan_run(guarded, algorithm, epsilon=1.0, delta=DELTA, **(dict(max_steps=50) if algorithm == "klt-multi-pass" else {}))
+    kw = dict(sigma=plan.sigma / 10) | (dict(sigma2=plan.sigma2 / 10, max_steps=50) if algorithm == "klt-multi-pass" else {})
+    with pytest.raises(BudgetExceededError, match="Nothing was run"):
+        minimize(guarded, algorithm, epsilon=1.0, delta=DELTA, seed=0, **kw)
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(epsilon=0.0, delta=DELTA), ValueError, "epsilon"),
+    (dict(epsilon=float("nan"), delta=DELTA), ValueError, "epsilon"),
+    (dict(epsilon=1.0, delta=0.0), ValueError, "delta"),
+    (dict(epsilon=1.0, delta=1.0), ValueError, "delta"),
+    (dict(epsilon=1.0, delta=DELTA, beta=1e-3), InsufficientDataError, "Use at least"),
+    (dict(epsilon=1.0, delta=DELTA, alpha=5.0), ValueError, "alpha <= Phi/L"),
+    (dict(epsilon=1.0, delta=DELTA, T=10**7), InsufficientDataError, "distinct samples"),
+])
+def test_bad_requests_name_the_problem(kwargs, error, message, guarded):
+    with pytest.raises(error, match=message):
+        minimize(guarded, "klt-single-pass", seed=0, **kwargs)
+
+def test_unknown_algorithm_lists_the_registry(guarded):
+    with pytest.raises(ValueError, match="Available: klt-single-pass"):
+        minimize(guarded, "sgd-but-private", epsilon=1.0, delta=DELTA)
+
+@pytest.mark.parametrize("where", ["A", "y"])
+def test_bad_data_is_refused(where):
+    p = get_problem("robust-regression", n=500, d=3, seed=0)
+    A, y = np.array(p.data.A), np.array(p.data.y)
+    (A if where == "A" else y)[3] = np.inf
+    p.data = Dataset(A, y)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        minimize(p, "klt-single-pass", epsilon=1.0, delta=DELTA, seed=0)
+
+def test_seeded_runs_repeat_bit_for_bit_and_unseeded_differ():
+    p = get_problem("robust-regression", n=3000, d=3, seed=0)
+    for alg in ("klt-single-pass", "ztc", "klt-first-order"):
+        a, b = (minimize(p, alg, epsilon=1.0, delta=DELTA, seed=11) for _ in range(2))
+        assert np.array_equal(a.x, b.x), alg
+    c, d = (minimize(p, "klt-single-pass", epsilon=1.0, delta=DELTA) for _ in range(2))
+    assert not c.seeded and not np.array_equal(c.x, d.x)
