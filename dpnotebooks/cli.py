@@ -178,7 +178,7 @@ def cmd_demo(args) -> int:
 # %% ../nbs/50_cli.ipynb #8cb40ffb
 def cmd_audit(args) -> int:
     "Audit a mechanism: print the ε lower bound beside the claimed ε."
-    kw = dict(trials=args.trials, rng=args.seed, confidence=args.confidence)
+    kw = dict(rng=args.seed, confidence=args.confidence) | ({} if args.trials is None else dict(trials=args.trials))
     if args.mechanism == "tree": kw.update(length=args.length)
     res = AUDITS[args.mechanism](args.epsilon, args.delta, **kw)
     print(res)
@@ -246,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--mechanism", choices=sorted(AUDITS), default="tree")
     a.add_argument("--epsilon", type=float, default=1.0, help="target epsilon the mechanism is calibrated to (default 1)")
     a.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
-    a.add_argument("--trials", type=_positive_int, default=20000, help="runs on each of the two datasets (default 20000)")
+    a.add_argument("--trials", type=_positive_int, default=None, help="runs on each of the two datasets (default: the audit's own, 20000 for mechanisms, 200000 for algorithms)")
     a.add_argument("--length", type=_positive_int, default=8, help="tree: steps per period Sigma (default 8)")
     a.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
     a.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")

@@ -13,7 +13,7 @@ from .privacy import _check_positive, _check_count
 from .ledger import Release, Ledger
 from .clipping import ClipCounter, clip_rows, fo_grad_clipped
 from .tree import TreeMechanism
-from .o2nc import Oracle, period_position
+from .o2nc import Oracle, TreeOracle, period_position
 
 # %% auto #0
 __all__ = ['FO_STREAM', 'KLTFirstOrderOracle']
@@ -27,7 +27,7 @@ def _check_sigma(sigma) -> float:
     return float(sigma)
 
 # %% ../nbs/12_fo_oracle.ipynb #2d54a0f5
-class KLTFirstOrderOracle(Oracle):
+class KLTFirstOrderOracle(TreeOracle):
     "KLT Alg. 5: clipped gradients at perturbed points, variance-reduced increments, a fresh tree per period (Sec. 6)."
     access = "single-pass"
     def __init__(self, problem, # a `Problem` (needs `grad_each`, `dim`, `L`)
@@ -61,21 +61,9 @@ def _sensitivities(self) -> tuple:
     "(2L/B1, 2C2/B2): period-start and increment sensitivities under the enforced clipping (KLT Lemma 6.3, corrected)."
     return 2 * self.L / self.B1, 2 * self.C2 / self.B2
 
-def _releases(self, T:int) -> Ledger:
-    "One tree per period over disjoint samples, per-step sensitivity max(2L/B1, 2C2/B2); empty when σ = 0."
-    _check_count("T", T)
-    if self.sigma == 0: return Ledger()
-    return Ledger((Release("tree", self.sensitivity, self.sigma, self.period, touches="one period",
-                           label="KLT Alg. 5: prefix sums of clipped gradient increments, fresh tree per period"),))
-
-def _samples_needed(self, T:int) -> int:
-    "⌈T/Σ⌉ B1 + (T − ⌈T/Σ⌉) B2 distinct samples."
-    starts = -(-_check_count("T", T) // self.period)
-    return starts * self.B1 + (T - starts) * self.B2
-
 KLTFirstOrderOracle.sensitivities = property(_sensitivities)
 KLTFirstOrderOracle.sensitivity = property(lambda self: max(self.sensitivities))
-KLTFirstOrderOracle.releases, KLTFirstOrderOracle.samples_needed = _releases, _samples_needed
+KLTFirstOrderOracle.release_label = "KLT Alg. 5: prefix sums of clipped gradient increments, fresh tree per period"   # see `TreeOracle`
 
 # %% ../nbs/12_fo_oracle.ipynb #6f1f9153
 def _period_start(self, z, batch, t:int) -> tuple:

@@ -13,7 +13,7 @@ from .ledger import Ledger, Release
 from .clipping import Clipped, ClipCounter, clip_rows
 from .smoothing import two_point_differences, zo_from_differences
 from .tree import TreeMechanism
-from .o2nc import Oracle, period_position
+from .o2nc import Oracle, TreeOracle, period_position
 
 # %% auto #0
 __all__ = ['KLT_DIRECTIONS', 'KLT_NOISE', 'KLTSinglePassOracle', 'KLTMultiPassOracle']
@@ -90,7 +90,7 @@ def _check_call(self, z, t):
     return z
 
 # %% ../nbs/11_zo_oracles.ipynb #393ec801
-class KLTSinglePassOracle(Oracle):
+class KLTSinglePassOracle(TreeOracle):
     "Single-pass variance-reduced zeroth-order oracle with tree noise (KLT Alg. 3; sphere directions, clipped per sample)."
     access = "single-pass"
     def __init__(self, problem, # a `Problem`: per-sample losses f(x; ξ)
@@ -125,20 +125,8 @@ def _sp_sensitivity(self) -> float:
     "Replace-one L2 sensitivity of every tree increment, enforced by clipping: max(2C1/B1, 2C2/B2) (KLT Lemma 3.4)."
     return max(2 * self.C1 / self.B1, 2 * self.C2 / self.B2)
 
-def _sp_releases(self, T:int) -> Ledger:
-    "The noisy releases of a T-step run: one fresh tree per period over disjoint samples (KLT Lemma 3.5); empty if σ = 0."
-    _check_steps(T)
-    if self.sigma == 0: return Ledger()
-    return Ledger().record(Release("tree", self.sensitivity, self.sigma, self.period, touches="one period",
-                                   label="KLT Alg. 3: g_t + TREE(τ), fresh tree per period"))
-
-def _sp_samples_needed(self, T:int) -> int:
-    "Distinct samples a T-step run reads: ⌈T/Σ⌉·B1 + (T − ⌈T/Σ⌉)·B2."
-    N1 = -(-_check_steps(T) // self.period)
-    return N1 * self.B1 + (T - N1) * self.B2
-
 KLTSinglePassOracle.sensitivity = property(_sp_sensitivity)
-KLTSinglePassOracle.releases, KLTSinglePassOracle.samples_needed = _sp_releases, _sp_samples_needed
+KLTSinglePassOracle.release_label = "KLT Alg. 3: g_t + TREE(τ), fresh tree per period"   # `releases`, `samples_needed`: `TreeOracle`
 
 # %% ../nbs/11_zo_oracles.ipynb #08e52c98
 def _sp_call(self, z, # the query point z_t, shape (d,)

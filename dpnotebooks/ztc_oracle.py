@@ -15,7 +15,7 @@ from .ledger import Release, Ledger
 from .clipping import ClipCounter, clip_values, zo_two_point_clipped
 from .smoothing import shifted_differences, zo_from_differences
 from .tree import TreeMechanism
-from .o2nc import Oracle, period_position
+from .o2nc import Oracle, TreeOracle, period_position
 
 # %% auto #0
 __all__ = ['ZTC_STREAM', 'ztc_grad', 'ztc_diff', 'ztc_sigma', 'ZTCOracle', 'ZTCNaiveOracle']
@@ -100,7 +100,7 @@ def _check_sigma(sigma) -> float:
         raise ValueError(f"`sigma` must be a finite number ≥ 0 (0 = non-private). Found {sigma!r}.")
     return float(sigma)
 
-class ZTCOracle(Oracle):
+class ZTCOracle(TreeOracle):
     "ZTC Alg. 4: GRAD at each period start, DIFF increments after it, released through a fresh tree per period (Alg. 5)."
     access = "single-pass"
     def __init__(self, problem, # a `Problem` (needs `value_each`, `dim`, `L`)
@@ -130,21 +130,9 @@ def _ztc_sens(self) -> tuple:
     "(s₁, s₂): GRAD sensitivity 2dL/B₁ and DIFF sensitivity 2dL·2D/(B₂α)."
     return _ztc_sensitivities(self.dim, self.L, self.B1, self.B2, self.alpha, self.D)
 
-def _ztc_releases(self, T:int) -> Ledger:
-    "One tree per period (disjoint samples) with per-step sensitivity max(s₁, s₂); empty when σ = 0."
-    _check_count("T", T)
-    if self.sigma == 0: return Ledger()
-    return Ledger((Release("tree", self.sensitivity, self.sigma, self.period, touches="one period",
-                           label="ZTC Alg. 4: prefix sums of GRAD and DIFF, fresh tree per period"),))
-
-def _ztc_samples(self, T:int) -> int:
-    "⌈T/period⌉ B₁ + (T − ⌈T/period⌉) B₂ distinct samples."
-    starts = -(-_check_count("T", T) // self.period)
-    return starts * self.B1 + (T - starts) * self.B2
-
 ZTCOracle.sensitivities = property(_ztc_sens)
 ZTCOracle.sensitivity = property(lambda self: max(self.sensitivities))
-ZTCOracle.releases, ZTCOracle.samples_needed = _ztc_releases, _ztc_samples
+ZTCOracle.release_label = "ZTC Alg. 4: prefix sums of GRAD and DIFF, fresh tree per period"   # `releases`, `samples_needed`: `TreeOracle`
 
 # %% ../nbs/11a_ztc_oracle.ipynb #30446ee5
 def _ztc_call(self, z, # the query point w_t, shape (d,)
