@@ -12,7 +12,7 @@ import numpy as np
 from .backend import set_backend, get_backend, to_numpy, BackendUnavailableError
 from .problems import get_problem, list_problems
 from .reference import smoothed_sgd
-from .stationarity import goldstein_norm
+from .stationarity import goldstein_norm, grad_norm
 from .audit import AUDITS
 import dpnotebooks.audit_algorithms  # registers the algorithm audits in AUDITS before the parser is built
 from .minimize import minimize, list_algorithms, ALGORITHMS as REGISTRY, InsufficientDataError
@@ -45,10 +45,11 @@ def _jsonable(v):
     if isinstance(v, np.ndarray): return _jsonable(v.tolist())
     return v
 
-def evaluate(problem, x, alpha:float, k:int=128) -> dict:
-    "Loss and Goldstein norm at radius 2α (evaluation on the data; not private)."
+def evaluate(problem, x, alpha:float, k:int=128, kind:str="goldstein") -> dict:
+    "Loss and the stationarity measure: Goldstein norm at radius 2α, or the full-batch gradient norm (evaluation on the data; not private)."
     x = np.asarray(to_numpy(x), dtype=float)
-    return dict(loss=float(to_numpy(problem.loss(x[None, :]))[0]), goldstein=float(goldstein_norm(problem, x, 2 * alpha, k=k, rng=1)))
+    stat = goldstein_norm(problem, x, 2 * alpha, k=k, rng=1) if kind == "goldstein" else grad_norm(problem, x)
+    return dict(loss=float(to_numpy(problem.loss(x[None, :]))[0]), goldstein=float(stat))
 
 def run_algorithm(algorithm:str, problem:str="robust-regression", n:int=20000, d:int=10,
                   epsilon:float|None=1.0, delta:float|None=1e-5, alpha:float|None=None, beta:float|None=None,
@@ -59,7 +60,8 @@ def run_algorithm(algorithm:str, problem:str="robust-regression", n:int=20000, d
     res = minimize(p, algorithm, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, seed=seed, accountant=accountant,
                    progress=progress, **overrides)
     plan = res.trace["plan"]
-    at0, at1 = evaluate(p, p.x0, plan.alpha), evaluate(p, res.x, plan.alpha)
+    kind = REGISTRY[algorithm].stationarity
+    at0, at1 = evaluate(p, p.x0, plan.alpha, kind=kind), evaluate(p, res.x, plan.alpha, kind=kind)
     private = REGISTRY[algorithm].private
     return _jsonable(dict(
         algorithm=algorithm, problem=problem, data=data or "synthetic", n=len(p.data), d=p.dim, seed=seed, seeded=res.seeded,
@@ -68,7 +70,7 @@ def run_algorithm(algorithm:str, problem:str="robust-regression", n:int=20000, d
                      epsilon_spent=res.epsilon_spent, events=res.ledger.to_dicts()),
         samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample,
         x_out=res.x, loss_x0=at0["loss"], loss_out=at1["loss"],
-        stationarity=dict(kind="goldstein", radius=2 * plan.alpha, at_x0=at0["goldstein"], at_out=at1["goldstein"],
+        stationarity=dict(kind=kind, radius=2 * plan.alpha if kind == "goldstein" else None, at_x0=at0["goldstein"], at_out=at1["goldstein"],
                           target_beta=plan.beta, predicted_rate=plan.rate, note="sampled certificate on the data (evaluation, not private)"),
         clipped_fraction=res.clipped_fraction, seconds=res.seconds,
         plan={k: v for k, v in plan._asdict().items()}))
@@ -82,7 +84,7 @@ def format_run(r:dict) -> str:
                       f"{'seed ' + str(r['seed']) if r['seeded'] else 'unseeded: OS entropy'})",
                       f"privacy: {eps}",
                       f"data: {r['samples_used']} samples used, each at most {r['max_uses_per_sample']} time(s); clipped {r['clipped_fraction']:.2%}",
-                      f"{'':8}{'loss':>10}{'Goldstein norm (radius ' + format(st['radius'], 'g') + ')':>34}",
+                      f"{'':8}{'loss':>10}{('Goldstein norm (radius ' + format(st['radius'], 'g') + ')' if st['kind'] == 'goldstein' else 'gradient norm'):>34}",
                       f"{'x0':8}{r['loss_x0']:>10.4f}{st['at_x0']:>34.4f}",
                       f"{'output':8}{r['loss_out']:>10.4f}{st['at_out']:>34.4f}",
                       f"target beta {st['target_beta']:.4g} (theory's rate at this n: {st['predicted_rate']:.4g}); {r['seconds']:.2f} s"])
