@@ -15,6 +15,7 @@ from .reference import smoothed_sgd
 from .stationarity import goldstein_norm, grad_norm
 from .audit import AUDITS
 import dpnotebooks.audit_algorithms  # registers the algorithm audits in AUDITS before the parser is built
+import dpnotebooks.audit_smooth  # registers the ABGGMU audits (abggmu-spider, -tree-spider, -convex, -glm)
 from .minimize import minimize, list_algorithms, ALGORITHMS as REGISTRY, InsufficientDataError
 from .ledger import BudgetExceededError
 

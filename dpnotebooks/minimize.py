@@ -511,3 +511,6 @@ def _run_dpsgd(problem, plan, rng, seed, x0, progress, t0):
     return Result(out.x_out, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant,
                   int((view.uses > 0).sum()), view.max_uses,
                   out.clip.fraction, trace, time.perf_counter() - t0)
+
+# %% ../nbs/30_minimize.ipynb #769f83c5
+import dpnotebooks.smooth_algorithms  # registers the smooth algorithms (32_smooth_algorithms)

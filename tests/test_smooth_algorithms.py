@@ -1,0 +1,62 @@
+"""End to end through `minimize` for the gradient-norm algorithms (nbs/32_smooth_algorithms): each spends at most its
+budget, lowers the full-batch gradient norm, uses the data as its privacy argument says, and refuses before reading."""
+import numpy as np
+import pytest
+from dpnotebooks.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
+from dpnotebooks.ledger import BudgetExceededError
+from dpnotebooks.problems import get_problem, Dataset
+from dpnotebooks.stationarity import grad_norm
+
+EPS, DELTA = 1.0, 1e-5
+SETUPS = {  # algorithm: (problem, n, overrides), d = 5
+    "abggmu-spider": ("sigmoid-glm", 2000, {}),
+    "abggmu-tree-spider": ("logistic", 20000, dict(L1=0.25)),
+    "abggmu-convex": ("logistic", 4000, dict(L1=0.25)),
+    "abggmu-glm": ("logistic", 4000, dict(rank=2, L1=0.25)),
+}
+
+def test_every_gradient_algorithm_is_covered():
+    smooth = {name for name, a in ALGORITHMS.items() if a.private and a.stationarity == "gradient"}
+    assert smooth == set(SETUPS), smooth ^ set(SETUPS)
+
+@pytest.mark.parametrize("algorithm", sorted(SETUPS))
+def test_spends_its_budget_and_lowers_the_gradient(algorithm):
+    name, n, kw = SETUPS[algorithm]
+    p = get_problem(name, n=n, d=5, seed=0)
+    g0, norms = grad_norm(p, p.x0), []
+    for seed in range(3):
+        res = minimize(p, algorithm, epsilon=EPS, delta=DELTA, seed=seed, **kw)
+        plan = res.trace["plan"]
+        norms.append(grad_norm(p, res.x))
+        assert res.epsilon_spent <= EPS * (1 + 1e-9) and res.seeded and res.seed == seed
+        assert res.clipped_fraction == 0.0
+        if ALGORITHMS[algorithm].access == "single-pass":
+            assert res.max_uses_per_sample == 1 and res.samples_used <= n
+        if algorithm == "abggmu-convex":
+            assert res.trace["stages_per_sample"] == 1 and res.samples_used == plan.T * plan.B1
+    assert np.median(norms) < g0, (algorithm, norms, g0)
+
+def test_seeded_runs_are_reproducible():
+    p = get_problem("logistic", n=4000, d=5, seed=0)
+    a, b = (minimize(p, "abggmu-convex", epsilon=EPS, delta=DELTA, seed=3, L1=0.25) for _ in range(2))
+    assert np.array_equal(a.x, b.x)
+
+class _Untouchable(Dataset):
+    def __getitem__(self, idx): raise AssertionError("the data were read")
+
+@pytest.fixture
+def guarded():
+    p = get_problem("logistic", n=4000, d=5, seed=0)
+    p.data = _Untouchable(p.data.A, p.data.y)
+    return p
+
+@pytest.mark.parametrize("algorithm", sorted(SETUPS))
+def test_refusals_come_before_reading(algorithm, guarded):
+    kw = SETUPS[algorithm][2]
+    plan = plan_run(guarded, algorithm, epsilon=EPS, delta=DELTA, **kw)
+    with pytest.raises(BudgetExceededError, match="Nothing was run"):
+        minimize(guarded, algorithm, epsilon=EPS, delta=DELTA, seed=0, sigma=plan.sigma / 10, **kw)
+    with pytest.raises(InsufficientDataError, match="Use at least"):
+        minimize(guarded, algorithm, epsilon=EPS, delta=DELTA, beta=1e-4, **kw)
+    with pytest.raises(ValueError, match="Pass L1 >="):
+        minimize(guarded, algorithm, epsilon=EPS, delta=DELTA, seed=0, **(kw | dict(L1=0.1)))
