@@ -14,7 +14,7 @@ from .privacy import (calibrate_tree, calibrate_gaussian, dp_to_zcdp, tree_level
 from .ledger import Ledger, Release, Result, check_budget, BudgetExceededError
 from .smoothing import smoothing_constant
 from .streams import DataStream, MultiPassView
-from .o2nc import o2nc
+from .o2nc import o2nc, periodic_samples
 
 # %% auto #0
 __all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'InsufficientDataError', 'Plan', 'n_for_rate',
@@ -106,10 +106,6 @@ def klt_single_pass_rate(n, d, epsilon, alpha, L=1.0, Phi=1.0) -> float:
     return ((Phi * L**2 * math.sqrt(d) / (n * alpha)) ** (1 / 3) + (Phi * d * L / (n * alpha * epsilon)) ** 0.5
             + (Phi**2 * L**3 * d**1.5 / (n**2 * alpha**2 * epsilon)) ** 0.2)
 
-def _single_pass_samples(T, period, B1, B2):
-    starts = math.ceil(T / period)
-    return starts * B1 + (T - starts) * B2
-
 # %% ../nbs/30_minimize.ipynb #26614341
 def klt_single_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, # data size, dimension, (ε, δ), Goldstein radius α (guarantee at 2α)
                            beta:float|None=None, # target β (None: the best β̂(n) the data allow)
@@ -139,8 +135,8 @@ def klt_single_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float
         new = max(1, min(T, math.ceil(c_Sigma * ((alpha / (epsilon * D)) ** (2 / 3) + alpha / (D * math.sqrt(d))))))
         if new == period: break
         period = new
-    while T > 1 and _single_pass_samples(T, period, period, 1) > n: T -= 1
-    if _single_pass_samples(T, period, period, 1) > n:
+    while T > 1 and periodic_samples(T, period, period, 1) > n: T -= 1
+    if periodic_samples(T, period, period, 1) > n:
         raise InsufficientDataError(f"{name}: n = {n} is too small for even one period of Σ = {period} samples plus one step. Use more data.")
     M = min(T, max(1, math.floor(alpha / (4 * D))))
     L1 = 2 * smoothing_constant(d) * L / alpha            # F_α is L1-smooth (KLT Fact 2.3(iii), sharp constant)
@@ -444,7 +440,8 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
     plan = alg.recipe(len(problem.data), problem.dim, epsilon, delta, alpha, beta, problem.L, Phi, accountant=accountant, **consts)
     if fields:
         plan = plan._replace(**fields)
-        if alg.private and "sigma" not in fields and set(fields) - {"eta", "M"}:
+        # re-price unless the user fixed the noise, or changed only fields no sensitivity or count depends on
+        if alg.private and not {"sigma", "sigma2"} & set(fields) and set(fields) - {"eta", "M", "m"}:
             c = _calibrate_ledger(_unit_ledger(problem, plan, alg, make_rng(0)), plan.epsilon, plan.delta, accountant)
             if plan.sigma2: plan = plan._replace(sigma=c * 2 * plan.C1 / plan.n, sigma2=c * 2 * plan.C2 / plan.n)
             else: plan = plan._replace(sigma=c)

@@ -14,8 +14,8 @@ from .ledger import Ledger, Release
 from .clipping import ClipCounter
 
 # %% auto #0
-__all__ = ['O2NC_STREAM', 'period_position', 'Oracle', 'TreeOracle', 'ExactOracle', 'clip_ball', 'ProjectedOGD', 'O2NCOutput',
-           'o2nc']
+__all__ = ['O2NC_STREAM', 'period_position', 'Oracle', 'periodic_samples', 'TreeOracle', 'ExactOracle', 'clip_ball',
+           'ProjectedOGD', 'O2NCOutput', 'o2nc']
 
 # %% ../nbs/10_o2nc.ipynb #24ed6eff
 def period_position(t:int, # global step t ≥ 1
@@ -49,6 +49,11 @@ def _check_T(T):
     if not (isinstance(T, (int, np.integer)) and T >= 1): raise ValueError(f"`T` must be a positive integer number of steps. Found {T!r}.")
     return int(T)
 
+def periodic_samples(T:int, period:int, B1:int, B2:int) -> int:
+    "⌈T/Σ⌉·B1 + (T − ⌈T/Σ⌉)·B2: the distinct samples of a T-step single-pass run with B1 at each period start, B2 otherwise."
+    starts = -(-_check_T(T) // period)
+    return starts * B1 + (T - starts) * B2
+
 class TreeOracle(Oracle):
     "Base of the single-pass oracles that release per-period prefix sums through a fresh tree (KLT Algs. 3, 5; ZTC Alg. 4)."
     release_label = "prefix sums through the tree mechanism, fresh tree per period"
@@ -59,8 +64,7 @@ class TreeOracle(Oracle):
         return Ledger((Release("tree", self.sensitivity, self.sigma, self.period, touches="one period", label=self.release_label),))
     def samples_needed(self, T:int) -> int:
         "⌈T/Σ⌉·B1 + (T − ⌈T/Σ⌉)·B2 distinct samples: B1 at each period start, B2 at every other step."
-        starts = -(-_check_T(T) // self.period)
-        return starts * self.B1 + (T - starts) * self.B2
+        return periodic_samples(T, self.period, self.B1, self.B2)
 
 # %% ../nbs/10_o2nc.ipynb #a70feae2
 class ExactOracle(Oracle):

@@ -15,3 +15,12 @@ def backend(request):
     "Run the test once per array backend (cupy is skipped where no CUDA GPU is usable); yields the backend name."
     with use_backend(request.param):
         yield request.param
+
+
+def untouchable(problem):
+    "`problem` with data that raise on any access: proves a refusal came before any data was read."
+    from dpnotebooks.problems import Dataset
+    class Untouchable(Dataset):
+        def __getitem__(self, idx): raise AssertionError("the data were read")
+    problem.data = Untouchable(problem.data.A, problem.data.y)
+    return problem

@@ -3,6 +3,7 @@ most its budget, and uses the data as its privacy argument says; refusals happen
 import math
 import numpy as np
 import pytest
+from conftest import untouchable
 from dpnotebooks.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
 from dpnotebooks.ledger import BudgetExceededError
 from dpnotebooks.problems import get_problem, Dataset
@@ -50,14 +51,9 @@ def test_nonprivate_baseline_reports_infinite_epsilon(problems):
     res = minimize(problems[1000], "o2nc-nonprivate", seed=0)
     assert math.isinf(res.epsilon_spent) and res.max_uses_per_sample == 1
 
-class _Untouchable(Dataset):
-    def __getitem__(self, idx): raise AssertionError("the data were read")
-
 @pytest.fixture
 def guarded():
-    p = get_problem("robust-regression", n=2000, d=4, seed=0)
-    p.data = _Untouchable(p.data.A, p.data.y)
-    return p
+    return untouchable(get_problem("robust-regression", n=2000, d=4, seed=0))
 
 @pytest.mark.parametrize("algorithm", sorted(SETUPS))
 def test_overspending_plans_are_refused_before_reading(algorithm, guarded):
@@ -99,3 +95,13 @@ def test_seeded_runs_repeat_bit_for_bit_and_unseeded_differ():
         assert np.array_equal(a.x, b.x), alg
     c, d = (minimize(p, "klt-single-pass", epsilon=1.0, delta=DELTA) for _ in range(2))
     assert not c.seeded and not np.array_equal(c.x, d.x)
+
+def test_explicit_noise_overrides_are_kept_and_checked(guarded):
+    "An explicit sigma2 (multi-pass) is used as given, never silently re-priced; too little noise is refused."
+    kw = dict(epsilon=1.0, delta=DELTA, beta=0.2, max_steps=2000)
+    base = plan_run(guarded, "klt-multi-pass", **kw)
+    assert base.period > 1            # there are increment releases for sigma2 to price
+    kept = plan_run(guarded, "klt-multi-pass", **kw, sigma2=3 * base.sigma2)
+    assert kept.sigma2 == 3 * base.sigma2 and kept.sigma == base.sigma
+    with pytest.raises(BudgetExceededError, match="Nothing was run"):
+        minimize(guarded, "klt-multi-pass", seed=0, **kw, sigma2=base.sigma2 / 10)

@@ -2,9 +2,10 @@
 budget, lowers the full-batch gradient norm, uses the data as its privacy argument says, and refuses before reading."""
 import numpy as np
 import pytest
+from conftest import untouchable
 from dpnotebooks.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
 from dpnotebooks.ledger import BudgetExceededError
-from dpnotebooks.problems import get_problem, Dataset
+from dpnotebooks.problems import get_problem
 from dpnotebooks.stationarity import grad_norm
 
 EPS, DELTA = 1.0, 1e-5
@@ -41,14 +42,9 @@ def test_seeded_runs_are_reproducible():
     a, b = (minimize(p, "abggmu-convex", epsilon=EPS, delta=DELTA, seed=3, L1=0.25) for _ in range(2))
     assert np.array_equal(a.x, b.x)
 
-class _Untouchable(Dataset):
-    def __getitem__(self, idx): raise AssertionError("the data were read")
-
 @pytest.fixture
 def guarded():
-    p = get_problem("logistic", n=4000, d=5, seed=0)
-    p.data = _Untouchable(p.data.A, p.data.y)
-    return p
+    return untouchable(get_problem("logistic", n=4000, d=5, seed=0))
 
 @pytest.mark.parametrize("algorithm", sorted(SETUPS))
 def test_refusals_come_before_reading(algorithm, guarded):
