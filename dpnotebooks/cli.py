@@ -198,15 +198,22 @@ def _list_of(kind, name):
     return parse
 
 def cmd_experiment(args) -> int:
-    "Run a reproduction experiment (`sample-complexity`), print its table, write its JSON and plot under `--out`."
-    from dpnotebooks.experiments import sample_complexity_experiment, format_sample_complexity, plot_sample_complexity
-    res = sample_complexity_experiment(ds=args.ds, epsilons=args.epsilons, algorithms=args.algorithms, alpha=args.alpha, beta=args.beta,
-                                       delta=args.delta, seeds=args.seeds, n_min=args.n_min, n_max=args.n_max, d_fixed=args.d_fixed,
-                                       accuracy_epsilons=args.accuracy_epsilons, jobs=args.jobs, progress=not args.quiet)
-    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
-    (out / "sample_complexity.json").write_text(json.dumps(_jsonable(res), indent=1))
-    plot_sample_complexity(res, out / "sample_complexity.png")
-    print(format_sample_complexity(res)); print(f"plot: {out / 'sample_complexity.png'}   result: {out / 'sample_complexity.json'}")
+    "Run a reproduction experiment (`sample-complexity` or `stationarity-rates`), print its table, write its JSON and plot under `--out`."
+    if args.name == "stationarity-rates":
+        from dpnotebooks.stationarity_rates import (stationarity_rates_experiment, format_stationarity_rates as fmt,
+                                                    plot_stationarity_rates as plot, RATES)
+        res = stationarity_rates_experiment(ns=args.ns, d=args.d, epsilon=args.epsilon, delta=args.delta, algorithms=args.algorithms or list(RATES),
+                                            seeds=args.seeds, jobs=args.jobs, progress=not args.quiet)
+    else:
+        from dpnotebooks.experiments import sample_complexity_experiment, format_sample_complexity as fmt, plot_sample_complexity as plot
+        res = sample_complexity_experiment(ds=args.ds, epsilons=args.epsilons, algorithms=args.algorithms or ["klt-single-pass", "ztc", "ztc-naive"],
+                                           alpha=args.alpha, beta=args.beta, delta=args.delta, seeds=args.seeds, n_min=args.n_min, n_max=args.n_max,
+                                           d_fixed=args.d_fixed, accuracy_epsilons=args.accuracy_epsilons, jobs=args.jobs, progress=not args.quiet)
+    out, stem = Path(args.out or f"dpnb-{args.name}"), args.name.replace("-", "_")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(_jsonable(res), indent=1))
+    plot(res, out / f"{stem}.png")
+    print(fmt(res)); print(f"plot: {out / (stem + '.png')}   result: {out / (stem + '.json')}")
     return 0
 
 # %% ../nbs/50_cli.ipynb #5c808d37
@@ -254,14 +261,15 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
     a.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")
     a.set_defaults(func=cmd_audit)
-    x = sub.add_parser("experiment", help="reproduce the papers' comparisons: sample complexity against dimension")
-    x.add_argument("name", choices=["sample-complexity"], help="the experiment to run")
+    x = sub.add_parser("experiment", help="reproduce the papers' comparisons: sample complexity against d, stationarity rates against n")
+    x.add_argument("name", choices=["sample-complexity", "stationarity-rates"], help="the experiment to run")
     x.add_argument("--ds", type=_list_of(int, "--ds"), default=[4, 8, 16, 32, 64], help="dimensions, comma-separated (default 4,8,16,32,64)")
     x.add_argument("--epsilons", type=_list_of(float, "--epsilons"), default=[1.0], help="epsilons of the smallest-n grid and the slopes (default 1)")
     x.add_argument("--accuracy-epsilons", type=_list_of(float, "--accuracy-epsilons"), default=[1.0, 4.0],
                    help="epsilons of the accuracy-vs-n panel (default 1,4)")
-    x.add_argument("--algorithms", type=_list_of(str, "--algorithms"), default=["klt-single-pass", "ztc", "ztc-naive"],
-                   help="algorithms, comma-separated (default klt-single-pass,ztc,ztc-naive)")
+    x.add_argument("--algorithms", type=_list_of(str, "--algorithms"), default=None,
+                   help="algorithms, comma-separated (default: klt-single-pass,ztc,ztc-naive for sample-complexity; "
+                        "abggmu-spider,abggmu-tree-spider,dp-sgd for stationarity-rates)")
     x.add_argument("--alpha", type=float, default=0.1, help="Goldstein radius alpha; the score is at 2*alpha (default 0.1)")
     x.add_argument("--beta", type=float, default=0.3, help="target Goldstein norm (default 0.3)")
     x.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
@@ -270,7 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--n-max", type=_positive_int, default=2048000, help="largest n of the grid (default 2048000)")
     x.add_argument("--d-fixed", type=_positive_int, default=None, help="d of the accuracy-vs-n panel (default: the middle of --ds)")
     x.add_argument("--jobs", type=_positive_int, default=1, help="processes running the seeds of a grid point in parallel (default 1)")
-    x.add_argument("--out", default="dpnb-sample-complexity", help="folder for sample_complexity.json and .png (default dpnb-sample-complexity)")
+    x.add_argument("--ns", type=_list_of(int, "--ns"), default=[2000, 4000, 8000, 16000, 32000],
+                   help="stationarity-rates: training-set sizes, comma-separated (default 2000,4000,8000,16000,32000)")
+    x.add_argument("--d", type=_positive_int, default=10, help="stationarity-rates: dimension (default 10)")
+    x.add_argument("--epsilon", type=float, default=1.0, help="stationarity-rates: target epsilon (default 1)")
+    x.add_argument("--out", default=None, help="folder for NAME.json and NAME.png (default dpnb-NAME)")
     x.add_argument("--quiet", action="store_true", help="no progress lines")
     x.set_defaults(func=cmd_experiment)
     return ap
