@@ -38,7 +38,7 @@ class SmoothAudit(NamedTuple):
     result: AuditResult     # the Clopper–Pearson lower bound beside the ledger's claim
     epsilon_exact: float    # ε at δ of the realized shift (Gaussian audits; nan for the subsampled one)
     mu: np.ndarray          # realized shift of each release in noise units, ||Δ_t||/σ_t
-    mu_charged: float       # what the ledger charges per release, in the same units
+    mu_charged: float|np.ndarray  # what the ledger charges per release, in the same units (one per release where they differ)
     scores: tuple           # likelihood-ratio scores on D' and on D
 
 # %% ../nbs/42_audit_smooth.ipynb #fa7f8fa2
@@ -89,7 +89,7 @@ def run_spider_audit(epsilon:float, delta:float, # the target `calibrate_spiderb
             scores[k] += u if p >= 1 else np.logaddexp(math.log1p(-p), math.log(p) + u)
     res = epsilon_lower_bound(scores[0], scores[1], delta, claim, confidence, n_thresholds,
                               mechanism=f"abggmu-spider (Poisson, add/remove-one; n={n}, T={T}, q={q}, b1={b1}, b2={b2})")
-    return SmoothAudit(res, float("nan"), np.array(mus), 1 / z1, tuple(scores))
+    return SmoothAudit(res, float("nan"), np.array(mus), np.array([1 / (z1 if t % q == 0 else z2) for t in range(T)]), tuple(scores))
 
 # %% ../nbs/42_audit_smooth.ipynb #5d2385d1
 def run_tree_spider_audit(epsilon:float, delta:float, # each node's σ is calibrated to (ε, δ)

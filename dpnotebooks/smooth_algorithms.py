@@ -14,7 +14,7 @@ from .ledger import Ledger, Result, check_budget
 from .streams import DataStream, MultiPassView
 from .minimize import (Plan, InsufficientDataError, n_for_rate, _target, _calibrate_ledger, _check_data,
                                   Algorithm, register, DATA_STREAM, ORACLE_STREAM)
-from .spiderboost import (spiderboost_parameters, calibrate_spiderboost, spiderboost_releases, private_spiderboost, tree_spider_parameters,
+from .spiderboost import (spiderboost_parameters, spider_noise_ratio, spiderboost_step_size, calibrate_spiderboost, spiderboost_releases, private_spiderboost, tree_spider_parameters,
                                      tree_spider_releases, tree_spider, tree_samples_per_round)
 from .convex_glm import recursive_regularization, recursive_regularization_releases, jl_method, jl_dimension
 
@@ -76,23 +76,30 @@ def spider_recipe(n:int, d:int, epsilon:float, delta:float,
     rate = lambda k: c_rate * spider_rate(k, d, epsilon, delta, L, L1, Phi)
     beta, need, chosen = _smooth_target(rate, n, beta, "abggmu-spider", "ABGGMU Thm 9", spider_n_min(d, epsilon, delta, L, L1, Phi))
     s = spiderboost_parameters(n, d, epsilon, delta, L, L1, Phi)
-    sigma1, _ = calibrate_spiderboost(epsilon, delta, n, s["T"], s["q"], s["b1"], s["b2"], L, L1, accountant)
-    z = sigma1 * s["b1"] / L                                          # the common noise multiplier (replaces the constant c)
+    _, sigma2 = calibrate_spiderboost(epsilon, delta, n, s["T"], s["q"], s["b1"], s["b2"], L, L1, accountant)
+    z = sigma2 * s["b2"] / L1                                         # the differences' multiplier; checkpoints get z·ratio
+    eta = spiderboost_step_size(L1, s["q"], s["b2"], d, sigma2)       # Thm 9's 1/(2L1), shrunk to meet Lemma 3
     errata = ("Thm 9: q = ⌊n²ε²/(T d log(1/δ))⌋ without L1² (erratum 1)", "Thm 8: batch sums divided by b, not n (erratum 3)",
-              "Poisson batches, add/remove-one accountant; one noise multiplier z for both families",
+              "Poisson batches, add/remove-one accountant; the multipliers in Alg. 1's ratio z1/z2, the constant c from the accountant",
+              "η = min{1/(2L1), 1/(2τ2√q)}: Lemma 3 needs qτ2²η² ≤ 1/4, which Thm 9's 1/(2L1) breaks once c > 1",
               "sensitivity enforced by clipping: gradients to L0, differences to min(L1||Δw||, 2L0)")
     return Plan("abggmu-spider", "ABGGMU Thm 1 / Thm 9 (arXiv Alg. 1, Private SpiderBoost)", n, d, float(epsilon), float(delta),
-                float(alpha or 0.0), beta, float(L), float(Phi), s["T"], 0.0, 1, s["eta"], s["q"], s["b1"], s["b2"], 1, z, 0.0,
-                float(L), float(L1), False, rate(n), need, chosen, accountant, errata, dict(L1=float(L1), c_rate=c_rate))
+                float(alpha or 0.0), beta, float(L), float(Phi), s["T"], 0.0, 1, eta, s["q"], s["b1"], s["b2"], 1, z, 0.0,
+                float(L), float(L1), False, rate(n), need, chosen, accountant, errata, dict(L1=float(L1), c_rate=c_rate, eta_thm9=s["eta"],
+                     noise_ratio=spider_noise_ratio(n, s["T"], s["q"], s["b1"], s["b2"])))
 
 # %% ../nbs/32_smooth_algorithms.ipynb #ad9b0d8d
 def _spider_unit_ledger(plan) -> Ledger:
-    "The SpiderBoost ledger at noise multiplier 1 (σ1 = L0/b1, σ2 = L1/b2)."
-    return spiderboost_releases(plan.n, plan.T, plan.period, plan.B1, plan.B2, plan.C1 / plan.B1, plan.C2 / plan.B2, plan.C1, plan.C2)
+    "The SpiderBoost ledger at difference multiplier 1 (σ1 = r·L0/b1, σ2 = L1/b2, r = `spider_noise_ratio`)."
+    return _spider_ledger(plan._replace(sigma=1.0))
+
+def _spider_sigmas(plan) -> tuple:
+    "(σ1, σ2) of a plan: multiplier plan.sigma on the differences, ratio·plan.sigma on the checkpoints (the ratio from the plan's schedule)."
+    r = spider_noise_ratio(plan.n, plan.T, plan.period, plan.B1, plan.B2)
+    return r * plan.sigma * plan.C1 / plan.B1, plan.sigma * plan.C2 / plan.B2
 
 def _spider_ledger(plan) -> Ledger:
-    return spiderboost_releases(plan.n, plan.T, plan.period, plan.B1, plan.B2, plan.sigma * plan.C1 / plan.B1,
-                                plan.sigma * plan.C2 / plan.B2, plan.C1, plan.C2)
+    return spiderboost_releases(plan.n, plan.T, plan.period, plan.B1, plan.B2, *_spider_sigmas(plan), plan.C1, plan.C2)
 
 def _check_L1(problem, L1, name):
     s = getattr(problem, "smoothness", None)
@@ -107,8 +114,8 @@ def _run_spider(problem, plan, rng, seed, x0, progress, t0):
     check_budget(ledger, plan.epsilon, plan.delta, plan.accountant)      # refuse before any data is read
     _check_data(problem)
     view = MultiPassView(problem.data)
-    out = private_spiderboost(problem, view, plan.T, plan.period, plan.B1, plan.B2, plan.eta, plan.sigma * plan.C1 / plan.B1,
-                              plan.sigma * plan.C2 / plan.B2, plan.C1, plan.C2, rng=rng.child(ORACLE_STREAM), w0=x0)
+    out = private_spiderboost(problem, view, plan.T, plan.period, plan.B1, plan.B2, plan.eta, *_spider_sigmas(plan),
+                              plan.C1, plan.C2, rng=rng.child(ORACLE_STREAM), w0=x0)
     trace = dict(algorithm=plan.algorithm, plan=plan, x_last=out.w_last, g_norms=out.grad_norms)
     return Result(out.w, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant, int((view.uses > 0).sum()),
                   view.max_uses, out.clip.fraction, trace, time.perf_counter() - t0)

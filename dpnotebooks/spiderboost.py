@@ -21,9 +21,10 @@ from .problems import Dataset, LinearModel
 
 # %% auto #0
 __all__ = ['SPIDER_STREAM', 'clipped_mean_gradient', 'clipped_mean_difference', 'SpiderState', 'spider_init', 'spider_estimate',
-           'spider_step', 'checkpoint_count', 'spiderboost_releases', 'calibrate_spiderboost', 'spiderboost_parameters',
-           'SpiderBoostOutput', 'private_spiderboost', 'GemanMcClure', 'tree_samples_per_round', 'tree_spider_releases',
-           'tree_spider_parameters', 'TreeSpiderOutput', 'tree_spider']
+           'spider_step', 'checkpoint_count', 'spiderboost_releases', 'spider_noise_ratio', 'calibrate_spiderboost',
+           'spiderboost_parameters', 'spiderboost_step_size', 'SpiderBoostOutput', 'private_spiderboost',
+           'GemanMcClure', 'tree_samples_per_round', 'tree_spider_releases', 'tree_spider_parameters',
+           'TreeSpiderOutput', 'tree_spider']
 
 # %% ../nbs/20_spiderboost.ipynb #96993a7f
 SPIDER_STREAM = 0x7370  # first key ('sp') of the SpiderBoost / tree-Spider batch, noise and output streams
@@ -155,22 +156,28 @@ def spiderboost_releases(n:int, # number of samples
     return Ledger(tuple(entries))
 
 # %% ../nbs/20_spiderboost.ipynb #40e91289
+def spider_noise_ratio(n:int, T:int, q:int, b1:int, b2:int) -> float:
+    "z1/z2 of ABGGMU Alg. 1 lines 2-3: max{1, b1√T/(√q n)} / max{1, b2√T/n} (the constant c cancels)."
+    return max(1.0, b1 * math.sqrt(T) / (math.sqrt(q) * n)) / max(1.0, b2 * math.sqrt(T) / n)
+
 def calibrate_spiderboost(epsilon:float, # target ε (add/remove-one)
                           delta:float, # target δ
                           n:int, T:int, q:int, b1:int, b2:int, # the schedule, as in `spiderboost_releases`
                           L0:float, L1:float, # clip bounds
                           accountant:str="rdp", # 'rdp' or 'pld'
+                          ratio:float|None=None, # z1/z2, checkpoint over difference multiplier (None: the paper's, `spider_noise_ratio`)
                          ) -> tuple: # (sigma1, sigma2)
-    "Smallest common noise multiplier z (σ1 = z L0/b1, σ2 = z L1/b2) whose ledger spends ≤ ε at δ (replaces ABGGMU's constant c)."
+    "Smallest multipliers z2, z1 = ratio·z2 (σ1 = z1 L0/b1, σ2 = z2 L1/b2) whose ledger spends ≤ ε at δ (computes ABGGMU's constant c)."
     _check_count("n", n); _check_spiderboost(n, T, q, b1, b2, 1.0, 1.0, 1.0, L0, L1)
-    ledger = lambda z: spiderboost_releases(n, T, q, b1, b2, z * L0 / b1, z * L1 / b2, L0, L1)
+    r = spider_noise_ratio(n, T, q, b1, b2) if ratio is None else _check_positive("ratio", ratio)
+    ledger = lambda z: spiderboost_releases(n, T, q, b1, b2, r * z * L0 / b1, z * L1 / b2, L0, L1)
     make_acc = (lambda: RdpAccountant(_POISSON_RDP_ORDERS, NeighboringRelation.ADD_OR_REMOVE_ONE)) if accountant == "rdp" else (lambda: make_accountant(accountant))
-    guess = math.sqrt(T) / epsilon
+    guess = math.sqrt(T) / (epsilon * r)
     z = calibrate_dp_mechanism(make_acc, lambda z: ledger(z)._worst_events()[0], _check_positive("epsilon", epsilon), _check_delta(delta),
                                LowerEndpointAndGuess(1e-4 * guess, guess), tol=1e-9 * guess) * (1 + 1e-7)
     spent = ledger(z).spent(delta, accountant)
     if spent > epsilon: raise RuntimeError(f"Calibration failed: epsilon = {spent} > target {epsilon}. Please report this.")
-    return z * L0 / b1, z * L1 / b2
+    return r * z * L0 / b1, z * L1 / b2
 
 # %% ../nbs/20_spiderboost.ipynb #a1171fd9
 def spiderboost_parameters(n:int, # samples
@@ -188,6 +195,15 @@ def spiderboost_parameters(n:int, # samples
     b2 = math.floor(max((L0 / (math.sqrt(F0 * L1) * ab)) ** (2 / 3), n * L0 ** (1 / 3) * ab ** (2 / 3) / (L1 * F0) ** (1 / 6)))
     q = math.floor(n ** 2 * epsilon ** 2 / (T * d * math.log(1 / delta)))
     return dict(T=T, q=min(max(q, 1), T), b1=n, b2=min(max(b2, 1), n), eta=1 / (2 * L1))
+
+def spiderboost_step_size(L1:float, # smoothness
+                          q:int, b2:int, d:int, # phase length, difference batch, dimension
+                          sigma2:float, # difference noise std per unit displacement (σ2 of Alg. 1)
+                         ) -> float:
+    "η = min{1/(2L1), 1/(2τ2√q)}, τ2² = L1²/b2 + dσ2²: Thm 9's η, shrunk where needed to meet Lemma 3's qτ2²η² ≤ 1/4."
+    for name, v in (("L1", L1), ("sigma2", sigma2 if sigma2 > 0 else 1.0)): _check_positive(name, v)
+    tau2_sq = L1**2 / _check_count("b2", b2) + _check_count("d", d) * sigma2**2
+    return min(1 / (2 * L1), 1 / (2 * math.sqrt(_check_count("q", q) * tau2_sq)))
 
 # %% ../nbs/20_spiderboost.ipynb #229bc160
 class SpiderBoostOutput(NamedTuple):
