@@ -89,10 +89,6 @@ def spider_recipe(n:int, d:int, epsilon:float, delta:float,
                      noise_ratio=spider_noise_ratio(n, s["T"], s["q"], s["b1"], s["b2"])))
 
 # %% ../nbs/32_smooth_algorithms.ipynb #ad9b0d8d
-def _spider_unit_ledger(plan) -> Ledger:
-    "The SpiderBoost ledger at difference multiplier 1 (σ1 = r·L0/b1, σ2 = L1/b2, r = `spider_noise_ratio`)."
-    return _spider_ledger(plan._replace(sigma=1.0))
-
 def _spider_sigmas(plan) -> tuple:
     "(σ1, σ2) of a plan: multiplier plan.sigma on the differences, ratio·plan.sigma on the checkpoints (the ratio from the plan's schedule)."
     r = spider_noise_ratio(plan.n, plan.T, plan.period, plan.B1, plan.B2)

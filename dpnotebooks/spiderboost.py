@@ -201,7 +201,8 @@ def spiderboost_step_size(L1:float, # smoothness
                           sigma2:float, # difference noise std per unit displacement (σ2 of Alg. 1)
                          ) -> float:
     "η = min{1/(2L1), 1/(2τ2√q)}, τ2² = L1²/b2 + dσ2²: Thm 9's η, shrunk where needed to meet Lemma 3's qτ2²η² ≤ 1/4."
-    for name, v in (("L1", L1), ("sigma2", sigma2 if sigma2 > 0 else 1.0)): _check_positive(name, v)
+    _check_positive("L1", L1)
+    if not 0 <= sigma2 < math.inf: raise ValueError(f"`sigma2` must be a finite number >= 0. Found {sigma2!r}.")
     tau2_sq = L1**2 / _check_count("b2", b2) + _check_count("d", d) * sigma2**2
     return min(1 / (2 * L1), 1 / (2 * math.sqrt(_check_count("q", q) * tau2_sq)))
 
