@@ -422,7 +422,7 @@ def _unit_ledger(problem, plan, alg, rng):
 def plan_run(problem, # a `Problem` (its data, dim and L are used)
              algorithm:str="klt-single-pass", # a name from `list_algorithms()`
              epsilon:float|None=None, delta:float|None=None, # the privacy target (ignored by non-private algorithms)
-             alpha:float|None=None, # Goldstein radius (default 0.1·Φ/L); the guarantee is at 2α
+             alpha:float|None=None, # Goldstein radius (default 0.1·Φ/L; the guarantee is at 2α), or the α of an α-SOSP (lt-sosp)
              beta:float|None=None, # target Goldstein norm (None: the best the data allow)
              accountant:str="rdp", Phi:float|None=None,
              **overrides, # recipe constants or plan fields
@@ -435,8 +435,12 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
         if epsilon is None or delta is None: raise ValueError(f"{algorithm} is private: give epsilon > 0 and delta in (0, 1).")
         _check_positive("epsilon", epsilon); _check_delta(delta)
     Phi = float(Phi if Phi is not None else getattr(problem, "Phi", 1.0))
-    alpha = float(alpha if alpha is not None else 0.1 * Phi / problem.L)
+    if alpha is None and alg.stationarity == "goldstein": alpha = 0.1 * Phi / problem.L   # smooth-loss recipes choose their own target
     consts, fields = _split_overrides(alg.recipe, overrides)
+    import inspect
+    for key, attr in (("M", "smoothness"), ("rho", "hessian_lipschitz")):   # second-order clip bounds default to the declared constants
+        if key in inspect.signature(alg.recipe).parameters and key not in consts and getattr(problem, attr, None) is not None:
+            consts[key] = float(getattr(problem, attr))
     plan = alg.recipe(len(problem.data), problem.dim, epsilon, delta, alpha, beta, problem.L, Phi, accountant=accountant, **consts)
     if fields:
         plan = plan._replace(**fields)
@@ -511,3 +515,4 @@ def _run_dpsgd(problem, plan, rng, seed, x0, progress, t0):
 
 # %% ../nbs/30_minimize.ipynb #769f83c5
 import dpnotebooks.smooth_algorithms  # registers the smooth algorithms (32_smooth_algorithms)
+import dpnotebooks.sosp_algorithm  # registers lt-sosp (33_sosp_algorithm)

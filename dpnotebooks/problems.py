@@ -141,6 +141,14 @@ def _linear_hvp(self, x, V, batch=None):
     return batch.A.T @ (w[:, None] * (batch.A @ asarray(V))) / len(batch)
 LinearModel.hvp = _linear_hvp
 
+# %% ../nbs/04_problems.ipynb #56d05806
+def _linear_hess_each(self, x, batch):
+    "Per-sample Hessians ∇²f(x; ξ) at the point `x` (d,) for each sample of `batch`: shape (b, d, d)."
+    if not hasattr(self, "d2psi"): raise NotImplementedError(f"{self.name} is nonsmooth: it has no Hessian.")
+    A = batch.A; w = self.d2psi(A @ asarray(x), batch.y)
+    return w[:, None, None] * A[:, :, None] * A[:, None, :]
+LinearModel.hess_each = _linear_hess_each
+
 # %% ../nbs/04_problems.ipynb #a45a57fd
 def _synthetic_design(n:int, d:int, rng, scale:float=1.0):
     A = normalize_rows(rng.normal((n, d)) / math.sqrt(d))
@@ -344,6 +352,20 @@ def _saddle_hvp(self, x, V, batch=None):
     return _saddle_hessian_diag(self, x, self._batch(batch))[:, None] * asarray(V)
 
 Saddle.hessian_diag, Saddle.hvp = _saddle_hessian_diag, _saddle_hvp
+
+# %% ../nbs/04_problems.ipynb #1fa375a7
+def _saddle_hess_each(self, x, batch):
+    "Per-sample Hessians ∇²f(x; z) at `x` (d,) for each z of `batch`: shape (b, d, d), diagonal."
+    xp = get_xp(); x = asarray(x)
+    base = xp.concatenate([-self.a * xp.cos(x[:1]), self.b * xp.cos(x[1:])])
+    D = base - self.s * self.c * xp.sin(x) * batch.A
+    return D[:, :, None] * xp.eye(self.dim)
+
+def _saddle_phi(self) -> float:
+    "Φ = F(x0) − inf F = F(x0) + a for the population F (LT note, problem P1)."
+    return float(to_numpy(_saddle_base(self, self.x0[None]))[0]) + self.a
+
+Saddle.hess_each, Saddle.Phi = _saddle_hess_each, property(_saddle_phi)
 
 # %% ../nbs/04_problems.ipynb #dd75a508
 PROBLEMS = {P.name: P for P in (RobustRegression, PhaseRetrieval, ReluNet, SigmoidGLM, Logistic, Saddle)}
