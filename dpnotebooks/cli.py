@@ -12,10 +12,11 @@ import numpy as np
 from .backend import set_backend, get_backend, to_numpy, BackendUnavailableError
 from .problems import get_problem, list_problems
 from .reference import smoothed_sgd
-from .stationarity import goldstein_norm, grad_norm
+from .stationarity import goldstein_norm, grad_norm, hessian_min_eig
 from .audit import AUDITS
 import dpnotebooks.audit_algorithms  # registers the algorithm audits in AUDITS before the parser is built
 import dpnotebooks.audit_smooth  # registers the ABGGMU audits (abggmu-spider, -tree-spider, -convex, -glm)
+import dpnotebooks.audit_sosp  # registers the lt-sosp audits (lt-sosp, lt-sosp-tree)
 from .minimize import minimize, list_algorithms, ALGORITHMS as REGISTRY, InsufficientDataError
 from .ledger import BudgetExceededError
 
@@ -47,10 +48,12 @@ def _jsonable(v):
     return v
 
 def evaluate(problem, x, alpha:float, k:int=128, kind:str="goldstein") -> dict:
-    "Loss and the stationarity measure: Goldstein norm at radius 2α, or the full-batch gradient norm (evaluation on the data; not private)."
+    "Loss and the stationarity measure: Goldstein norm at radius 2α, or the full-batch gradient norm, and λ_min of the Hessian for 'sosp' (evaluation on the data; not private)."
     x = np.asarray(to_numpy(x), dtype=float)
     stat = goldstein_norm(problem, x, 2 * alpha, k=k, rng=1) if kind == "goldstein" else grad_norm(problem, x)
-    return dict(loss=float(to_numpy(problem.loss(x[None, :]))[0]), goldstein=float(stat))
+    out = dict(loss=float(to_numpy(problem.loss(x[None, :]))[0]), goldstein=float(stat))
+    if kind == "sosp": out["lambda_min"] = hessian_min_eig(problem, x, len(x))     # Lanczos on Hessian-vector products
+    return out
 
 def run_algorithm(algorithm:str, problem:str="robust-regression", n:int=20000, d:int=10,
                   epsilon:float|None=1.0, delta:float|None=1e-5, alpha:float|None=None, beta:float|None=None,
@@ -72,9 +75,17 @@ def run_algorithm(algorithm:str, problem:str="robust-regression", n:int=20000, d
         samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample,
         x_out=res.x, loss_x0=at0["loss"], loss_out=at1["loss"],
         stationarity=dict(kind=kind, radius=2 * plan.alpha if kind == "goldstein" else None, at_x0=at0["goldstein"], at_out=at1["goldstein"],
-                          target_beta=plan.beta, predicted_rate=plan.rate, note="sampled certificate on the data (evaluation, not private)"),
+                          target_beta=plan.beta, predicted_rate=plan.rate, note="sampled certificate on the data (evaluation, not private)",
+                          **(_sosp_block(res, at0, at1) if kind == "sosp" else {})),
         clipped_fraction=res.clipped_fraction, seconds=res.seconds,
         plan={k: v for k, v in plan._asdict().items()}))
+
+def _sosp_block(res, at0, at1) -> dict:
+    "The second-order part of the stationarity block: λ_min at x0 and at the output, the threshold −√(ρα), the certificate."
+    tr = res.trace
+    return dict(lambda_min_x0=at0["lambda_min"], lambda_min_out=at1["lambda_min"], lambda_threshold=tr["lambda_threshold"],
+                certified=tr["certified"], reason=tr["reason"], stopped=tr["stopped"],
+                anchors=[dict(t=a["t"], status=a["status"], released_grad_norm=a["grad_norm"], steps=a["steps"]) for a in tr["anchors"]])
 
 def format_run(r:dict) -> str:
     "A short summary of a `run_algorithm` record."
@@ -88,7 +99,10 @@ def format_run(r:dict) -> str:
                       f"{'':8}{'loss':>10}{('Goldstein norm (radius ' + format(st['radius'], 'g') + ')' if st['kind'] == 'goldstein' else 'gradient norm'):>34}",
                       f"{'x0':8}{r['loss_x0']:>10.4f}{st['at_x0']:>34.4f}",
                       f"{'output':8}{r['loss_out']:>10.4f}{st['at_out']:>34.4f}",
-                      f"target beta {st['target_beta']:.4g} (theory's rate at this n: {st['predicted_rate']:.4g}); {r['seconds']:.2f} s"])
+                      f"target beta {st['target_beta']:.4g} (theory's rate at this n: {st['predicted_rate']:.4g}); {r['seconds']:.2f} s"]
+                     + ([f"lambda_min of the Hessian: {st['lambda_min_x0']:.4f} at x0, {st['lambda_min_out']:.4f} at the output "
+                         f"(SOSP threshold {st['lambda_threshold']:.4f})",
+                         f"escapes: {', '.join(a['status'] for a in st['anchors']) or 'none'}; output: {st['reason']}"] if st["kind"] == "sosp" else []))
 
 def _parse_overrides(items) -> dict:
     out = {}
