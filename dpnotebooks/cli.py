@@ -21,8 +21,8 @@ from .minimize import minimize, list_algorithms, ALGORITHMS as REGISTRY, Insuffi
 from .ledger import BudgetExceededError
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'DEMO', 'cmd_list', 'evaluate', 'run_algorithm', 'format_run', 'cmd_run', 'run_demo', 'format_demo',
-           'plot_demo', 'cmd_demo', 'cmd_audit', 'cmd_experiment', 'build_parser', 'main']
+__all__ = ['ALGORITHMS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'evaluate', 'run_algorithm', 'format_run', 'cmd_run', 'run_demo',
+           'format_demo', 'plot_demo', 'cmd_demo', 'cmd_audit', 'cmd_experiment', 'build_parser', 'main']
 
 # %% ../nbs/50_cli.ipynb #66e348ae
 ALGORITHMS = {**dict(list_algorithms()),
@@ -211,9 +211,40 @@ def _list_of(kind, name):
         return vals
     return parse
 
+EXPERIMENTS = {
+    "sample-complexity": ("KLT/ZTC: the smallest n reaching a Goldstein target against d (and accuracy against n), log-log slopes beside theory",
+                          dict(epsilons=[1.0], alpha=0.1, delta=1e-5, seeds=5, d=10)),
+    "stationarity-rates": ("ABGGMU: gradient norms against n for private SpiderBoost, tree-based Spider and DP-SGD, beside the papers' rates",
+                           dict(epsilons=[1.0], alpha=0.1, delta=1e-5, seeds=5, d=10)),
+    "sosp-escape": ("LT: lt-sosp from next to a strict saddle, second-order points and samples against epsilon, with controls",
+                    dict(epsilons=[0.5, 1.0, 2.0, 4.0], alpha=0.2, delta=1e-6, seeds=5, d=4)),
+}
+_QUICK = {"stationarity-rates": dict(ns=[2000, 6000, 18000], seeds=2), "sosp-escape": dict(epsilons=[1.0], seeds=2, n=400_000)}
+
+def _experiment_args(args):
+    "Fill the options left unset with the experiment's defaults, then its --quick sizes."
+    for k, v in EXPERIMENTS[args.name][1].items():
+        if getattr(args, k) is None: setattr(args, k, v)
+    if args.quick:
+        if args.name not in _QUICK: raise ValueError(f"--quick is not available for {args.name} yet; set a small grid with its options instead.")
+        for k, v in _QUICK[args.name].items(): setattr(args, k, v)
+    if args.seed is not None and args.name != "sosp-escape":
+        raise ValueError(f"--seed is not available for {args.name} yet: its runs use the seeds 0..seeds-1.")
+
 def cmd_experiment(args) -> int:
-    "Run a reproduction experiment (`sample-complexity` or `stationarity-rates`), print its table, write its JSON and plot under `--out`."
-    if args.name == "stationarity-rates":
+    "Run a reproduction experiment, print its table, write its JSON (and CSV), and its plot as PNG (and SVG) under `--out`."
+    if args.list or args.name is None:
+        print("experiments (dpnb experiment NAME):")
+        for name, (summary, _) in EXPERIMENTS.items(): print(f"  {name:<20} {summary}")
+        return 0 if args.list else 2
+    _experiment_args(args)
+    rows = None
+    if args.name == "sosp-escape":
+        from dpnotebooks.sosp_escape import sosp_escape_experiment, format_sosp_escape as fmt, plot_sosp_escape as plot, csv_rows
+        res = sosp_escape_experiment(epsilons=args.epsilons, seeds=args.seeds, n=args.n, d=args.d, alpha=args.alpha, delta=args.delta,
+                                     base_seed=args.seed or 0, progress=not args.quiet)
+        rows = csv_rows(res)
+    elif args.name == "stationarity-rates":
         from dpnotebooks.stationarity_rates import (stationarity_rates_experiment, format_stationarity_rates as fmt,
                                                     plot_stationarity_rates as plot, RATES)
         res = stationarity_rates_experiment(ns=args.ns, d=args.d, epsilon=args.epsilon, delta=args.delta, algorithms=args.algorithms or list(RATES),
@@ -226,8 +257,12 @@ def cmd_experiment(args) -> int:
     out, stem = Path(args.out or f"dpnb-{args.name}"), args.name.replace("-", "_")
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{stem}.json").write_text(json.dumps(_jsonable(res), indent=1))
+    if rows:
+        import csv
+        with open(out / f"{stem}.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0])); w.writeheader(); w.writerows(_jsonable(rows))
     plot(res, out / f"{stem}.png")
-    print(fmt(res)); print(f"plot: {out / (stem + '.png')}   result: {out / (stem + '.json')}")
+    print(fmt(res)); print(f"plot: {out / (stem + '.png')}   result: {out / (stem + '.json')}" + (f"   table: {out / (stem + '.csv')}" if rows else ""))
     return 0
 
 # %% ../nbs/50_cli.ipynb #5c808d37
@@ -275,28 +310,33 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
     a.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")
     a.set_defaults(func=cmd_audit)
-    x = sub.add_parser("experiment", help="reproduce the papers' comparisons: sample complexity against d, stationarity rates against n")
-    x.add_argument("name", choices=["sample-complexity", "stationarity-rates"], help="the experiment to run")
+    x = sub.add_parser("experiment", help="reproduce the papers' comparisons (dpnb experiment --list)")
+    x.add_argument("name", nargs="?", choices=list(EXPERIMENTS), help="the experiment to run")
+    x.add_argument("--list", action="store_true", help="list the experiments and exit")
+    x.add_argument("--quick", action="store_true", help="a small grid that runs in seconds to a minute (stationarity-rates, sosp-escape)")
+    x.add_argument("--seed", type=int, default=None, help="sosp-escape: first seed of the runs (default 0)")
+    x.add_argument("--n", type=_positive_int, default=800_000, help="sosp-escape: samples per run (default 800000)")
     x.add_argument("--ds", type=_list_of(int, "--ds"), default=[4, 8, 16, 32, 64], help="dimensions, comma-separated (default 4,8,16,32,64)")
-    x.add_argument("--epsilons", type=_list_of(float, "--epsilons"), default=[1.0], help="epsilons of the smallest-n grid and the slopes (default 1)")
+    x.add_argument("--epsilons", type=_list_of(float, "--epsilons"), default=None,
+                   help="epsilons of the smallest-n grid and the slopes (default 1), or of sosp-escape (default 0.5,1,2,4)")
     x.add_argument("--accuracy-epsilons", type=_list_of(float, "--accuracy-epsilons"), default=[1.0, 4.0],
                    help="epsilons of the accuracy-vs-n panel (default 1,4)")
     x.add_argument("--algorithms", type=_list_of(str, "--algorithms"), default=None,
                    help="algorithms, comma-separated (default: klt-single-pass,ztc,ztc-naive for sample-complexity; "
                         "abggmu-spider,abggmu-tree-spider,dp-sgd for stationarity-rates)")
-    x.add_argument("--alpha", type=float, default=0.1, help="Goldstein radius alpha; the score is at 2*alpha (default 0.1)")
+    x.add_argument("--alpha", type=float, default=None, help="Goldstein radius alpha; the score is at 2*alpha (default 0.1); sosp-escape: the SOSP alpha (default 0.2)")
     x.add_argument("--beta", type=float, default=0.3, help="target Goldstein norm (default 0.3)")
-    x.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
-    x.add_argument("--seeds", type=_positive_int, default=5, help="seeds per grid point (default 5)")
+    x.add_argument("--delta", type=float, default=None, help="target delta (default 1e-5; sosp-escape 1e-6)")
+    x.add_argument("--seeds", type=_positive_int, default=None, help="seeds per grid point (default 5)")
     x.add_argument("--n-min", type=_positive_int, default=1000, help="smallest n of the geometric grid (default 1000)")
     x.add_argument("--n-max", type=_positive_int, default=2048000, help="largest n of the grid (default 2048000)")
     x.add_argument("--d-fixed", type=_positive_int, default=None, help="d of the accuracy-vs-n panel (default: the middle of --ds)")
     x.add_argument("--jobs", type=_positive_int, default=1, help="processes running the seeds of a grid point in parallel (default 1)")
     x.add_argument("--ns", type=_list_of(int, "--ns"), default=[2000, 4000, 8000, 16000, 32000],
                    help="stationarity-rates: training-set sizes, comma-separated (default 2000,4000,8000,16000,32000)")
-    x.add_argument("--d", type=_positive_int, default=10, help="stationarity-rates: dimension (default 10)")
+    x.add_argument("--d", type=_positive_int, default=None, help="stationarity-rates: dimension (default 10); sosp-escape (default 4)")
     x.add_argument("--epsilon", type=float, default=1.0, help="stationarity-rates: target epsilon (default 1)")
-    x.add_argument("--out", default=None, help="folder for NAME.json and NAME.png (default dpnb-NAME)")
+    x.add_argument("--out", default=None, help="folder for NAME.json, NAME.png (and NAME.csv, NAME.svg for sosp-escape) (default dpnb-NAME)")
     x.add_argument("--quiet", action="store_true", help="no progress lines")
     x.set_defaults(func=cmd_experiment)
     return ap

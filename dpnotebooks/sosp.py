@@ -20,8 +20,8 @@ from .spiderboost import clipped_mean_gradient, clipped_mean_difference, _chunks
 # %% auto #0
 __all__ = ['SOSP_STREAM', 'hessians_each', 'op_norms', 'clip_matrices', 'clipped_mean_hessian', 'clipped_mean_hessian_difference',
            'escape_length', 'EscapeOutput', 'escape_steps', 'escape', 'SOSPParams', 'sosp_parameters', 'batch_size',
-           'sosp_releases', 'Anchor', 'SOSPOutput', 'select_output', 'lt_sosp', 'replay_decisions', 'lt_sosp_rate',
-           'sosp_samples_estimate']
+           'sosp_releases', 'Anchor', 'SOSPOutput', 'select_output', 'lt_sosp', 'replay_decisions', 'plot_escape',
+           'lt_sosp_rate', 'sosp_samples_estimate']
 
 # %% ../nbs/21_sosp.ipynb #5c7c3901
 def hessians_each(problem, # a `Problem` with `grad_each` (and optionally `hess_each`)
@@ -335,6 +335,29 @@ def replay_decisions(transcript:dict, # `SOSPOutput.transcript`
         if escaping and (np.linalg.norm(X[t + 1] - X[t_anc]) >= p.Xi or frozen - 1 <= 0): escaping = False
         frozen_prev = frozen
     return dict(refresh=np.array(refresh), batch=np.array(batch), triggers=np.array(triggers, dtype=int))
+
+# %% ../nbs/21_sosp.ipynb #f9c6ca22
+def plot_escape(prob, # the `Saddle` problem (d = 2) the run was on
+                p:SOSPParams, o:SOSPOutput, # the calibration and the run
+                ax=None, # a matplotlib axis (default: a new figure)
+               ):
+    "Contours of the 2-D saddle with the trajectory, the escape steps, the anchors (with their Ξ-balls) and the output."
+    import matplotlib.pyplot as plt
+    ax = ax or plt.subplots(figsize=(7, 4))[1]
+    u, v = np.meshgrid(np.linspace(-4, 4, 320), np.linspace(-1.6, 1.6, 140))
+    ax.contour(u, v, prob.a * np.cos(u) + prob.b * (1 - np.cos(v)), levels=20, cmap="Greys", linewidths=0.6)
+    X, esc = o.transcript["iterates"], o.transcript["escaping"]
+    ax.plot(X[:, 0], X[:, 1], "-", color="tab:blue", lw=1, label="gradient steps")
+    idx = np.flatnonzero(esc)
+    ax.plot(X[idx + 1, 0], X[idx + 1, 1], ".", color="tab:orange", ms=4, label="escape steps")
+    for a in o.anchors:
+        c = {"escaped": "tab:red", "stuck": "tab:green"}.get(a.status, "k")
+        ax.add_patch(plt.Circle(a.x, p.Xi, fill=False, ls="--", color=c, lw=0.8))
+        ax.plot(*a.x, "*" if a.status == "stuck" else "X", color=c, ms=12, label=f"anchor, {a.status}")
+    ax.plot(*o.x, "o", mfc="none", mec="k", ms=16, label="output" + (" (certified)" if o.certified else " (NOT certified)"))
+    ax.set_xlim(-4, 4); ax.set_aspect("equal"); ax.set_xlabel("$x_1$"); ax.set_ylabel("$x_2$"); ax.legend(loc="upper right", fontsize=7)
+    ax.set_title(f"lt-sosp on the 2-D saddle ({'private' if p.private else 'NOT private'}): {o.steps} steps, {o.refreshes} refreshes")
+    return ax
 
 # %% ../nbs/21_sosp.ipynb #b9518a15
 def lt_sosp_rate(n, d, epsilon, B=1.0, G=1.0, M=1.0, rho=1.0) -> float:
