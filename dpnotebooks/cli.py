@@ -219,17 +219,25 @@ EXPERIMENTS = {
     "sosp-escape": ("LT: lt-sosp from next to a strict saddle, second-order points and samples against epsilon, with controls",
                     dict(epsilons=[0.5, 1.0, 2.0, 4.0], alpha=0.2, delta=1e-6, seeds=5, d=4)),
 }
-_QUICK = {"stationarity-rates": dict(ns=[2000, 6000, 18000], seeds=2), "sosp-escape": dict(epsilons=[1.0], seeds=2, n=400_000)}
+_QUICK = {"sample-complexity": dict(ds=[4, 8], epsilons=[4.0], accuracy_epsilons=[4.0], algorithms=["ztc-naive", "klt-single-pass"], seeds=2,
+                                   n_min=2000, n_max=32000),
+          "stationarity-rates": dict(ns=[2000, 6000, 18000], seeds=2), "sosp-escape": dict(epsilons=[1.0], seeds=2, n=400_000)}
 
 def _experiment_args(args):
     "Fill the options left unset with the experiment's defaults, then its --quick sizes."
     for k, v in EXPERIMENTS[args.name][1].items():
         if getattr(args, k) is None: setattr(args, k, v)
     if args.quick:
-        if args.name not in _QUICK: raise ValueError(f"--quick is not available for {args.name} yet; set a small grid with its options instead.")
         for k, v in _QUICK[args.name].items(): setattr(args, k, v)
-    if args.seed is not None and args.name != "sosp-escape":
-        raise ValueError(f"--seed is not available for {args.name} yet: its runs use the seeds 0..seeds-1.")
+    if args.seed is not None and args.seed < 0: raise ValueError(f"--seed must be a non-negative integer. Found {args.seed}.")
+
+def _csv_rows(res:dict) -> list:
+    "The experiment's per-run or per-point records with their scalar fields (nested lists and dicts left to the JSON)."
+    for key in ("rows", "smallest", "points"):
+        if key in res and res[key]:
+            flat = [{k: ("+".join(map(str, v)) if key == "rows" and isinstance(v, list) else v) for k, v in r.items()} for r in res[key]]
+            return [{k: v for k, v in r.items() if v is None or isinstance(v, (str, int, float, bool, np.floating, np.integer))} for r in flat]
+    return []
 
 def cmd_experiment(args) -> int:
     "Run a reproduction experiment, print its table, write its JSON (and CSV), and its plot as PNG (and SVG) under `--out`."
@@ -238,31 +246,32 @@ def cmd_experiment(args) -> int:
         for name, (summary, _) in EXPERIMENTS.items(): print(f"  {name:<20} {summary}")
         return 0 if args.list else 2
     _experiment_args(args)
-    rows = None
+    base = args.seed or 0
     if args.name == "sosp-escape":
-        from dpnotebooks.sosp_escape import sosp_escape_experiment, format_sosp_escape as fmt, plot_sosp_escape as plot, csv_rows
+        from dpnotebooks.sosp_escape import sosp_escape_experiment, format_sosp_escape as fmt, plot_sosp_escape as plot
         res = sosp_escape_experiment(epsilons=args.epsilons, seeds=args.seeds, n=args.n, d=args.d, alpha=args.alpha, delta=args.delta,
-                                     base_seed=args.seed or 0, progress=not args.quiet)
-        rows = csv_rows(res)
+                                     base_seed=base, progress=not args.quiet)
     elif args.name == "stationarity-rates":
         from dpnotebooks.stationarity_rates import (stationarity_rates_experiment, format_stationarity_rates as fmt,
                                                     plot_stationarity_rates as plot, RATES)
         res = stationarity_rates_experiment(ns=args.ns, d=args.d, epsilon=args.epsilon, delta=args.delta, algorithms=args.algorithms or list(RATES),
-                                            seeds=args.seeds, jobs=args.jobs, progress=not args.quiet)
+                                            seeds=args.seeds, base_seed=base, jobs=args.jobs, progress=not args.quiet)
     else:
         from dpnotebooks.experiments import sample_complexity_experiment, format_sample_complexity as fmt, plot_sample_complexity as plot
         res = sample_complexity_experiment(ds=args.ds, epsilons=args.epsilons, algorithms=args.algorithms or ["klt-single-pass", "ztc", "ztc-naive"],
-                                           alpha=args.alpha, beta=args.beta, delta=args.delta, seeds=args.seeds, n_min=args.n_min, n_max=args.n_max,
+                                           alpha=args.alpha, beta=args.beta, delta=args.delta, seeds=list(range(base, base + args.seeds)), n_min=args.n_min, n_max=args.n_max,
                                            d_fixed=args.d_fixed, accuracy_epsilons=args.accuracy_epsilons, jobs=args.jobs, progress=not args.quiet)
     out, stem = Path(args.out or f"dpnb-{args.name}"), args.name.replace("-", "_")
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{stem}.json").write_text(json.dumps(_jsonable(res), indent=1))
+    rows = _csv_rows(res)
     if rows:
         import csv
+        fields = list(dict.fromkeys(k for r in rows for k in r))
         with open(out / f"{stem}.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0])); w.writeheader(); w.writerows(_jsonable(rows))
-    plot(res, out / f"{stem}.png")
-    print(fmt(res)); print(f"plot: {out / (stem + '.png')}   result: {out / (stem + '.json')}" + (f"   table: {out / (stem + '.csv')}" if rows else ""))
+            w = csv.DictWriter(f, fieldnames=fields); w.writeheader(); w.writerows(_jsonable(rows))
+    for ext in ("png", "svg"): plot(res, out / f"{stem}.{ext}")
+    print(fmt(res)); print(f"plots: {out / stem}.png, .svg   result: {out / (stem + '.json')}" + (f"   table: {out / (stem + '.csv')}" if rows else ""))
     return 0
 
 # %% ../nbs/50_cli.ipynb #5c808d37
@@ -313,8 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     x = sub.add_parser("experiment", help="reproduce the papers' comparisons (dpnb experiment --list)")
     x.add_argument("name", nargs="?", choices=list(EXPERIMENTS), help="the experiment to run")
     x.add_argument("--list", action="store_true", help="list the experiments and exit")
-    x.add_argument("--quick", action="store_true", help="a small grid that runs in seconds to a minute (stationarity-rates, sosp-escape)")
-    x.add_argument("--seed", type=int, default=None, help="sosp-escape: first seed of the runs (default 0)")
+    x.add_argument("--quick", action="store_true", help="a small grid that runs in seconds to a couple of minutes")
+    x.add_argument("--seed", type=int, default=None, help="first seed: the runs use seeds SEED..SEED+seeds-1 (default 0)")
     x.add_argument("--n", type=_positive_int, default=800_000, help="sosp-escape: samples per run (default 800000)")
     x.add_argument("--ds", type=_list_of(int, "--ds"), default=[4, 8, 16, 32, 64], help="dimensions, comma-separated (default 4,8,16,32,64)")
     x.add_argument("--epsilons", type=_list_of(float, "--epsilons"), default=None,
@@ -336,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stationarity-rates: training-set sizes, comma-separated (default 2000,4000,8000,16000,32000)")
     x.add_argument("--d", type=_positive_int, default=None, help="stationarity-rates: dimension (default 10); sosp-escape (default 4)")
     x.add_argument("--epsilon", type=float, default=1.0, help="stationarity-rates: target epsilon (default 1)")
-    x.add_argument("--out", default=None, help="folder for NAME.json, NAME.png (and NAME.csv, NAME.svg for sosp-escape) (default dpnb-NAME)")
+    x.add_argument("--out", default=None, help="folder for NAME.json, NAME.csv, NAME.png and NAME.svg (default dpnb-NAME)")
     x.add_argument("--quiet", action="store_true", help="no progress lines")
     x.set_defaults(func=cmd_experiment)
     return ap

@@ -90,7 +90,7 @@ def csv_rows(res:dict) -> list:
 
 # %% ../nbs/62_sosp_escape.ipynb #1e6e6cf4
 def plot_sosp_escape(res:dict, path=None):
-    "λ_min and ||∇F|| of every output against ε, with thresholds, and a private 2-D escape; saved to `path` (and `.svg` beside a `.png`)."
+    "λ_min and ||∇F|| of every output against ε, with thresholds, and a private 2-D escape; saved to `path` (PNG or SVG by extension)."
     import matplotlib.pyplot as plt
     st = res["settings"]; eps = st["epsilons"]; pos = {e: i for i, e in enumerate(eps)}; npx = len(eps)
     fig, axs = plt.subplots(1, 3, figsize=(15, 3.8))
@@ -108,7 +108,5 @@ def plot_sosp_escape(res:dict, path=None):
     plot_escape(prob, p, lt_sosp(prob, DataStream(prob.data, rng=st["seeds"][0]), p, rng=st["seeds"][0] + 1), axs[2])
     axs[2].set_title("a private escape (2-D, ε = 1)", fontsize=9)
     fig.suptitle("lt-sosp next to a strict saddle: blue = α-SOSP of the population, red = not", fontsize=10); fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=110)
-        if str(path).endswith(".png"): fig.savefig(str(path)[:-4] + ".svg")
+    if path is not None: fig.savefig(path, dpi=110); plt.close(fig)
     return fig

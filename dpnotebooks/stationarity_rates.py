@@ -139,7 +139,8 @@ def _rates_slopes(points, algorithms, d, epsilon, delta, L0, L1) -> list:
 def stationarity_rates_experiment(ns=(2000, 8000, 32000), # training-set sizes
                                   d:int=10, epsilon:float=1.0, delta:float=1e-5, # fixed dimension and privacy target
                                   algorithms=tuple(RATES), # keys of `RATES`
-                                  seeds:int=3, # seeds 0, 1, … at every n
+                                  seeds:int=3, # seeds base_seed, base_seed + 1, … at every n
+                                  base_seed:int=0, # first seed (of the sample S and of the run's noise)
                                   pool_size:int=20000, pool_seed:int=0, # the population
                                   jobs:int=1, # processes running the runs in parallel
                                   progress:bool=True, # a tqdm bar over the runs
@@ -149,7 +150,8 @@ def stationarity_rates_experiment(ns=(2000, 8000, 32000), # training-set sizes
     from tqdm.auto import tqdm
     algorithms, ns = list(algorithms), sorted(int(n) for n in ns)
     _check_rates(ns, d, epsilon, delta, algorithms, seeds)
-    jobs_list = [(a, n, s) for a in algorithms for n in ns for s in range(int(seeds))]
+    seed_list = range(int(base_seed), int(base_seed) + int(seeds))
+    jobs_list = [(a, n, s) for a in algorithms for n in ns for s in seed_list]
     ov = lambda a: dict((overrides or {}).get(a, {}))
     runs = {}
     with _executor(jobs) as ex, tqdm(total=len(jobs_list), desc="stationarity-rates", disable=not progress) as bar:
@@ -160,9 +162,9 @@ def stationarity_rates_experiment(ns=(2000, 8000, 32000), # training-set sizes
             futs = {key: ex.submit(score_rates_run, key[0], key[1], d, epsilon, delta, key[2], pool_size, pool_seed, **ov(key[0]))
                     for key in jobs_list}
             for key, f in futs.items(): runs[key] = f.result(); bar.update()
-    points = [_rates_point(a, n, [runs[a, n, s] for s in range(int(seeds))]) for a in algorithms for n in ns]
+    points = [_rates_point(a, n, [runs[a, n, s] for s in seed_list]) for a in algorithms for n in ns]
     pool = _cached_pool(pool_size, d, pool_seed, 1.0, 0.3)
-    return dict(config=dict(ns=ns, d=int(d), epsilon=float(epsilon), delta=float(delta), algorithms=algorithms, seeds=int(seeds),
+    return dict(config=dict(ns=ns, d=int(d), epsilon=float(epsilon), delta=float(delta), algorithms=algorithms, seeds=int(seeds), base_seed=int(base_seed),
                             pool_size=int(pool_size), pool_seed=int(pool_seed), L0=float(pool.L), L1=float(pool.smoothness)),
                 population_x0=grad_norm(pool, pool.x0), points=points,
                 slopes=_rates_slopes(points, algorithms, d, epsilon, delta, float(pool.L), float(pool.smoothness)))

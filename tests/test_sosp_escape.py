@@ -28,4 +28,4 @@ def test_list_and_missing_name(capsys):
     out = capsys.readouterr().out
     for name in ("sample-complexity", "stationarity-rates", "sosp-escape"): assert name in out
     assert main(["experiment"]) == 2
-    assert main(["experiment", "sample-complexity", "--quick"]) == 2           # not available yet: a clear error, exit 2
+    assert main(["experiment", "sosp-escape", "--seed", "-1"]) == 2           # a clear error, exit 2
