@@ -247,6 +247,10 @@ def cmd_experiment(args) -> int:
         return 0 if args.list else 2
     _experiment_args(args)
     base = args.seed or 0
+    out, stem = Path(args.out or f"dpnb-{args.name}"), args.name.replace("-", "_")
+    store = out / "runs.jsonl"                                        # finished runs: a stopped grid resumes from here
+    if args.fresh and store.exists(): store.unlink()
+    grid = dict(jobs=args.jobs, scheduler=args.scheduler, cache_path=store)
     if args.name == "sosp-escape":
         from dpnotebooks.sosp_escape import sosp_escape_experiment, format_sosp_escape as fmt, plot_sosp_escape as plot
         res = sosp_escape_experiment(epsilons=args.epsilons, seeds=args.seeds, n=args.n, d=args.d, alpha=args.alpha, delta=args.delta,
@@ -255,14 +259,14 @@ def cmd_experiment(args) -> int:
         from dpnotebooks.stationarity_rates import (stationarity_rates_experiment, format_stationarity_rates as fmt,
                                                     plot_stationarity_rates as plot, RATES)
         res = stationarity_rates_experiment(ns=args.ns, d=args.d, epsilon=args.epsilon, delta=args.delta, algorithms=args.algorithms or list(RATES),
-                                            seeds=args.seeds, base_seed=base, jobs=args.jobs, progress=not args.quiet)
+                                            seeds=args.seeds, base_seed=base, progress=not args.quiet, **grid)
     else:
         from dpnotebooks.experiments import sample_complexity_experiment, format_sample_complexity as fmt, plot_sample_complexity as plot
         res = sample_complexity_experiment(ds=args.ds, epsilons=args.epsilons, algorithms=args.algorithms or ["klt-single-pass", "ztc", "ztc-naive"],
                                            alpha=args.alpha, beta=args.beta, delta=args.delta, seeds=list(range(base, base + args.seeds)), n_min=args.n_min, n_max=args.n_max,
-                                           d_fixed=args.d_fixed, accuracy_epsilons=args.accuracy_epsilons, jobs=args.jobs, progress=not args.quiet)
-    out, stem = Path(args.out or f"dpnb-{args.name}"), args.name.replace("-", "_")
+                                           d_fixed=args.d_fixed, accuracy_epsilons=args.accuracy_epsilons, progress=not args.quiet, **grid)
     out.mkdir(parents=True, exist_ok=True)
+    if res.get("resumed_runs"): print(f"resumed {res['resumed_runs']} finished runs from {store} (--fresh starts over)")
     (out / f"{stem}.json").write_text(json.dumps(_jsonable(res), indent=1))
     rows = _csv_rows(res)
     if rows:
@@ -340,7 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--n-min", type=_positive_int, default=1000, help="smallest n of the geometric grid (default 1000)")
     x.add_argument("--n-max", type=_positive_int, default=2048000, help="largest n of the grid (default 2048000)")
     x.add_argument("--d-fixed", type=_positive_int, default=None, help="d of the accuracy-vs-n panel (default: the middle of --ds)")
-    x.add_argument("--jobs", type=_positive_int, default=1, help="processes running the seeds of a grid point in parallel (default 1)")
+    x.add_argument("--jobs", type=_positive_int, default=1, help="local Dask workers (processes) running the runs of a grid in parallel (default 1: no Dask)")
+    x.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (e.g. tcp://host:8786) to run the grid on instead")
+    x.add_argument("--fresh", action="store_true", help="ignore the finished runs saved in OUT/runs.jsonl and start the grid over")
     x.add_argument("--ns", type=_list_of(int, "--ns"), default=[2000, 4000, 8000, 16000, 32000],
                    help="stationarity-rates: training-set sizes, comma-separated (default 2000,4000,8000,16000,32000)")
     x.add_argument("--d", type=_positive_int, default=None, help="stationarity-rates: dimension (default 10); sosp-escape (default 4)")

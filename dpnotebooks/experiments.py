@@ -6,7 +6,8 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/sample_complexity.html.md"""
 
 # %% ../nbs/60_sample_complexity.ipynb #ac0cfea2
 from __future__ import annotations
-import math, time
+import math, time, json
+from pathlib import Path
 from typing import Callable
 import numpy as np
 from .backend import get_xp, make_rng, asarray, to_numpy
@@ -16,7 +17,7 @@ from .minimize import (minimize, InsufficientDataError, n_for_rate, klt_single_p
 
 # %% auto #0
 __all__ = ['PLANTED_STREAM', 'EVAL_SEED', 'THEORY', 'DEFAULT_OVERRIDES', 'planted_robust_regression', 'score_run', 'grid_point',
-           'geometric_grid', 'bracket_threshold', 'smallest_n', 'loglog_slope', 'theory_n', 'klt_m_rule',
+           'geometric_grid', 'bracket_threshold', 'smallest_n', 'loglog_slope', 'theory_n', 'klt_m_rule', 'RunStore',
            'sample_complexity_experiment', 'format_sample_complexity', 'plot_sample_complexity']
 
 # %% ../nbs/60_sample_complexity.ipynb #5cfa8766
@@ -49,8 +50,11 @@ def _evaluation_problem(problem_factory, d, seed, eval_n, cache):
 
 def _loss(problem, x) -> float: return float(to_numpy(problem.loss(asarray(x)[None, :]))[0])
 
+def _factory_name(f) -> str: return f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', repr(f))}"
+
 def _run_key(algorithm, n, d, epsilon, delta, alpha, seed, problem_factory, eval_n, k, overrides) -> tuple:
-    return (algorithm, int(n), int(d), float(epsilon), float(delta), float(alpha), int(seed), problem_factory, eval_n, k, tuple(sorted(overrides.items())))
+    return (algorithm, int(n), int(d), float(epsilon), float(delta), float(alpha), int(seed), _factory_name(problem_factory), int(eval_n), int(k),
+            tuple(sorted(overrides.items())))
 
 def score_run(algorithm:str, n:int, d:int, epsilon:float, delta:float, alpha:float, # what to run, as for `minimize`
               seed:int, # seed of the data and of the run
@@ -240,12 +244,45 @@ def _accuracy_panel(algorithms, d, epsilons, n_values, delta, alpha, beta, seeds
     return out
 
 # %% ../nbs/60_sample_complexity.ipynb #4364c5a5
-def _executor(jobs:int):
-    "A process pool for `jobs` > 1, else a do-nothing context (runs stay in this process)."
+def _executor(jobs:int, # local Dask workers, one process each (1 and no scheduler: run here, no Dask)
+              scheduler:str|None=None, # address of a running Dask scheduler, e.g. 'tcp://10.0.0.5:8786' (then `jobs` is ignored)
+             ):
+    "A context yielding a `concurrent.futures` executor on dask.distributed (a LocalCluster of `jobs` processes, or `scheduler`), or None."
     import contextlib
-    from concurrent.futures import ProcessPoolExecutor
     if int(jobs) < 1: raise ValueError(f"`jobs` must be a positive integer. Found {jobs!r}.")
-    return ProcessPoolExecutor(int(jobs)) if int(jobs) > 1 else contextlib.nullcontext(None)
+    if scheduler is None and int(jobs) == 1: return contextlib.nullcontext(None)
+    @contextlib.contextmanager
+    def dask_executor():
+        from distributed import Client, LocalCluster
+        cluster = None if scheduler else LocalCluster(n_workers=int(jobs), threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(scheduler or cluster)
+        try: yield client.get_executor(pure=False)
+        finally:
+            client.close()
+            if cluster is not None: cluster.close()
+    return dask_executor()
+
+class RunStore(dict):
+    "A cache of finished runs that appends each one to a JSON-lines file and reloads the file, so a stopped grid resumes where it stopped."
+    def __init__(self, path=None, # the file (None: in memory only)
+                ):
+        super().__init__(); self.path, self.resumed = (Path(path) if path else None), 0
+        if self.path is not None and self.path.exists():
+            for line in self.path.read_text().splitlines():
+                try: rec = json.loads(line)
+                except json.JSONDecodeError: continue                         # a line cut short by the interruption
+                super().__setitem__(_tuples(rec["key"]), rec["value"]); self.resumed += 1
+            text = self.path.read_bytes()
+            if text and not text.endswith(b"\n"):
+                with open(self.path, "ab") as f: f.write(b"\n")              # new records start on a line of their own
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        if self.path is not None and isinstance(key, tuple) and key and key[0] != "eval":    # runs, not evaluation problems
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a") as f: f.write(json.dumps(dict(key=key, value=value), default=_plain) + "\n")
+
+def _tuples(v): return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+def _plain(v): return v.item() if hasattr(v, "item") else str(v)
 
 def sample_complexity_experiment(ds=(4, 8, 16), # dimensions
                                  epsilons=(1.0,), # ε values for the smallest-n grid and the slopes
@@ -262,15 +299,18 @@ def sample_complexity_experiment(ds=(4, 8, 16), # dimensions
                                  problem_factory:Callable=planted_robust_regression,
                                  overrides:dict|None=None, # algorithm -> dict or (d -> dict) of `minimize` overrides (default: KLT's m rule)
                                  eval_n:int=20000, k:int=128,
-                                 jobs:int=1, # processes running the seeds of a grid point in parallel
+                                 jobs:int=1, # local Dask workers running the seeds of a grid point in parallel
                                  progress:bool|Callable=False, # print one line per grid point
+                                 scheduler:str|None=None, # address of an existing Dask scheduler instead of a local cluster
+                                 cache_path=None, # JSON-lines file of finished runs: reloaded (resume) and appended to
                                 ) -> dict:
     "Smallest n per (algorithm, d, ε), slopes of log n in log d beside the theory's, G(x0) per d, accuracy vs n at fixed d."
     _check_experiment(ds, epsilons, algorithms, alpha, beta, seeds)
     t0, overrides = time.perf_counter(), DEFAULT_OVERRIDES if overrides is None else overrides
     ds, epsilons, algorithms, grid = [int(d) for d in ds], [float(e) for e in epsilons], list(algorithms), geometric_grid(n_min, n_max, factor)
-    with _executor(jobs) as executor:
-        kw = dict(problem_factory=problem_factory, eval_n=eval_n, k=k, cache={}, executor=executor)
+    store = RunStore(cache_path)
+    with _executor(jobs, scheduler) as executor:
+        kw = dict(problem_factory=problem_factory, eval_n=eval_n, k=k, cache=store, executor=executor)
         points = [smallest_n(a, d, eps, delta, alpha, beta, seeds, grid, success=success, bisect=bisect, progress=progress,
                              **kw, **_overrides_for(overrides, a, d)) for eps in epsilons for d in ds for a in algorithms]
         d_fixed = int(d_fixed or ds[len(ds) // 2])
@@ -287,7 +327,7 @@ def sample_complexity_experiment(ds=(4, 8, 16), # dimensions
                   overrides={a: {str(d): _overrides_for(overrides, a, d) for d in ds} for a in algorithms})
     return dict(config=config, goldstein_x0=[dict(d=d, goldstein_x0=next(p["goldstein_x0"] for p in points if p["d"] == d)) for d in ds],
                 smallest=points, slopes=_slopes(points, ds, epsilons, algorithms, delta, alpha, beta), accuracy=accuracy,
-                seconds=time.perf_counter() - t0)
+                seconds=time.perf_counter() - t0, resumed_runs=store.resumed)
 
 # %% ../nbs/60_sample_complexity.ipynb #2a976c58
 def _slope_rows(result, eps) -> list:

@@ -13,7 +13,7 @@ from .problems import Dataset
 from .spiderboost import GemanMcClure
 from .minimize import minimize, InsufficientDataError
 from .smooth_algorithms import spider_rate, tree_spider_rate
-from .experiments import _executor, _num, loglog_slope
+from .experiments import _executor, RunStore, _num, loglog_slope
 
 # %% auto #0
 __all__ = ['SAMPLE_STREAM', 'RATES', 'geman_mcclure_pool', 'pool_sample', 'grad_norm', 'rates_settings', 'score_rates_run',
@@ -142,7 +142,9 @@ def stationarity_rates_experiment(ns=(2000, 8000, 32000), # training-set sizes
                                   seeds:int=3, # seeds base_seed, base_seed + 1, … at every n
                                   base_seed:int=0, # first seed (of the sample S and of the run's noise)
                                   pool_size:int=20000, pool_seed:int=0, # the population
-                                  jobs:int=1, # processes running the runs in parallel
+                                  jobs:int=1, # local Dask workers running the runs in parallel
+                                  scheduler:str|None=None, # address of an existing Dask scheduler instead of a local cluster
+                                  cache_path=None, # JSON-lines file of finished runs: reloaded (resume) and appended to
                                   progress:bool=True, # a tqdm bar over the runs
                                   overrides:dict|None=None, # algorithm -> extra `minimize` overrides
                                  ) -> dict:
@@ -153,21 +155,23 @@ def stationarity_rates_experiment(ns=(2000, 8000, 32000), # training-set sizes
     seed_list = range(int(base_seed), int(base_seed) + int(seeds))
     jobs_list = [(a, n, s) for a in algorithms for n in ns for s in seed_list]
     ov = lambda a: dict((overrides or {}).get(a, {}))
-    runs = {}
-    with _executor(jobs) as ex, tqdm(total=len(jobs_list), desc="stationarity-rates", disable=not progress) as bar:
+    store = RunStore(cache_path)                                      # finished runs of an earlier, stopped call are skipped
+    key = lambda a, n, s: ("rates", a, int(n), int(d), float(epsilon), float(delta), int(s), int(pool_size), int(pool_seed), tuple(sorted(ov(a).items())))
+    todo = [j for j in jobs_list if key(*j) not in store]
+    with _executor(jobs, scheduler) as ex, tqdm(total=len(todo), desc="stationarity-rates", disable=not progress) as bar:
         if ex is None:
-            for a, n, s in jobs_list:
-                runs[a, n, s] = score_rates_run(a, n, d, epsilon, delta, s, pool_size, pool_seed, **ov(a)); bar.update()
+            for a, n, s in todo:
+                store[key(a, n, s)] = score_rates_run(a, n, d, epsilon, delta, s, pool_size, pool_seed, **ov(a)); bar.update()
         else:
-            futs = {key: ex.submit(score_rates_run, key[0], key[1], d, epsilon, delta, key[2], pool_size, pool_seed, **ov(key[0]))
-                    for key in jobs_list}
-            for key, f in futs.items(): runs[key] = f.result(); bar.update()
-    points = [_rates_point(a, n, [runs[a, n, s] for s in seed_list]) for a in algorithms for n in ns]
+            futs = {j: ex.submit(score_rates_run, j[0], j[1], d, epsilon, delta, j[2], pool_size, pool_seed, **ov(j[0])) for j in todo}
+            for j, f in futs.items(): store[key(*j)] = f.result(); bar.update()
+    points = [_rates_point(a, n, [store[key(a, n, s)] for s in seed_list]) for a in algorithms for n in ns]
     pool = _cached_pool(pool_size, d, pool_seed, 1.0, 0.3)
     return dict(config=dict(ns=ns, d=int(d), epsilon=float(epsilon), delta=float(delta), algorithms=algorithms, seeds=int(seeds), base_seed=int(base_seed),
                             pool_size=int(pool_size), pool_seed=int(pool_seed), L0=float(pool.L), L1=float(pool.smoothness)),
                 population_x0=grad_norm(pool, pool.x0), points=points,
-                slopes=_rates_slopes(points, algorithms, d, epsilon, delta, float(pool.L), float(pool.smoothness)))
+                slopes=_rates_slopes(points, algorithms, d, epsilon, delta, float(pool.L), float(pool.smoothness)),
+                resumed_runs=store.resumed)
 
 # %% ../nbs/61_stationarity_rates.ipynb #e966a305
 def _fmt(v, se=None): return "-" if v is None else (f"{v:.2e}" + (f" ± {se:.1e}" if se is not None else ""))
