@@ -1,0 +1,97 @@
+"""The offline documentation site (tools/build_site.py) in headless Chromium: every page loads, every internal link resolves,
+every image loads, no math is left unrendered; screenshots of the home page and of an algorithm page go to the build folder.
+
+The site is built once per session into $DPNB_SITE (default: a temporary folder; .ci/run builds _site first and points here).
+Skipped when Chromium, chromedriver or selenium are missing (.ci/run installs them)."""
+import os, shutil, subprocess, sys, time
+from pathlib import Path
+from urllib.parse import urlparse, unquote
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+selenium = pytest.importorskip("selenium", reason="selenium is not installed (pip install -e '.[dev]')")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="chromium and chromium-driver are not installed")]
+
+# Text left between math delimiters after MathJax ran (outside code, scripts and MathJax's own output) means unrendered math.
+UNRENDERED_JS = r"""
+const bad = [];
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+const skip = n => n.closest('pre, code, script, style, textarea, .MathJax, .MathJax_CHTML, .MathJax_Display, .MathJax_Preview, mjx-container, #dpnb-sidebar, .highlight, .jp-InputArea-editor, .jp-OutputArea-output pre');
+let node;
+while ((node = walker.nextNode())) {
+  const el = node.parentElement; if (!el || skip(el)) continue;
+  const t = node.textContent;
+  if (/\$\$[^$]+\$\$/.test(t) || /(^|[^\\$])\$[^$\s][^$]*[^\s\\]\$/.test(t) || /\\\(|\\\[|\\frac|\\sqrt|\\mathbb/.test(t)) bad.push(t.slice(0, 120));
+}
+return bad;
+"""
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    out = Path(os.environ.get("DPNB_SITE") or tmp_path_factory.mktemp("site"))
+    if not (out / "index.html").exists():
+        subprocess.run([sys.executable, str(ROOT / "tools" / "build_site.py"), "--out", str(out)], check=True, timeout=1800)
+    return out
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--window-size=1400,1000",
+              "--allow-file-access-from-files"):
+        opts.add_argument(a)
+    drv = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    drv.set_page_load_timeout(120)
+    yield drv
+    drv.quit()
+
+
+def _load(browser, page: Path):
+    browser.get(page.as_uri())
+    for _ in range(600):                                           # wait for MathJax 2 to finish typesetting (≤ 60 s)
+        done = browser.execute_script("return !window.MathJax || (MathJax.Hub && MathJax.Hub.queue.pending === 0 && MathJax.Hub.queue.running === 0 && document.readyState === 'complete');")
+        if done: break
+        time.sleep(0.1)
+    return done
+
+
+def test_every_page(site, browser):
+    pages = sorted(site.glob("*.html"))
+    assert (site / "index.html") in pages, [p.name for p in pages]
+    problems = []
+    for page in pages:
+        if not _load(browser, page): problems.append(f"{page.name}: MathJax did not finish"); continue
+        title = browser.title
+        side = browser.execute_script("return document.querySelectorAll('#dpnb-sidebar a').length")
+        if not title or side < len(pages): problems.append(f"{page.name}: title {title!r}, {side} sidebar links for {len(pages)} pages")
+        for href in browser.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))"):
+            u = urlparse(href)
+            if u.scheme in ("http", "https", "mailto") or (not u.path and not u.fragment): continue
+            target = (page.parent / unquote(u.path)).resolve() if u.path else page
+            if not target.exists(): problems.append(f"{page.name}: broken link {href}"); continue
+            if u.fragment and target == page and not browser.execute_script(     # as browsers do: the decoded fragment, then the raw one
+                    "return Array.from(arguments).some(f => document.getElementById(f) || document.getElementsByName(f).length)", unquote(u.fragment), u.fragment):
+                problems.append(f"{page.name}: missing anchor #{u.fragment}")
+        broken = browser.execute_script("return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => (i.getAttribute('src') || '').slice(0, 60))")
+        if broken: problems.append(f"{page.name}: images not loaded {broken}")
+        bad = browser.execute_script(UNRENDERED_JS)
+        if bad: problems.append(f"{page.name}: unrendered math {bad[:3]}")
+    assert not problems, "\n".join(problems)
+
+
+def test_math_and_figures_render(site, browser):
+    "The SOSP page typesets its formulas and shows its figures; screenshots are saved for CI."
+    assert _load(browser, site / "21_sosp.html")
+    assert browser.execute_script("return document.querySelectorAll('.MathJax_CHTML, .MathJax, mjx-container').length") > 20
+    assert browser.execute_script("return [...document.images].filter(i => i.naturalWidth > 300).length") >= 2
+    assert "lt_sosp" in browser.page_source and "Algorithm 3" in browser.page_source
+    browser.save_screenshot(str(site / "screenshot-21_sosp.png"))
+    assert _load(browser, site / "index.html")
+    browser.save_screenshot(str(site / "screenshot-index.png"))
+    for shot in ("screenshot-index.png", "screenshot-21_sosp.png"): assert (site / shot).stat().st_size > 10_000

@@ -1,0 +1,186 @@
+"""Build the documentation site offline: the notebooks executed, processed as nbdev does for docs, rendered to HTML.
+
+Quarto (what `nbdev-docs` uses) cannot be installed on every machine, so this script builds the same pages with nbconvert:
+
+- notebooks in sidebar order: index first, then the numbered notebooks;
+- every notebook executed in nbs/ (cells marked `#| slow` or `#| eval: false` are shown but not run);
+- nbdev's directives applied: `#| hide` cells and `#| default_exp` dropped, `#| echo: false` hides the input,
+  `#| output: false` the output, directive lines removed, and a `show_doc` block after every exported symbol;
+- figures inline (base64), math by a local MathJax (the `jupyter-server-mathjax` package, no CDN),
+  links between notebooks rewritten to the pages, a sidebar on every page, no script loaded from the network.
+
+    python tools/build_site.py [--out _site] [--jobs 2] [--only 21_sosp,index] [--no-execute]
+"""
+from __future__ import annotations
+import argparse, ast, html, importlib, os, re, shutil, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NBS = ROOT / "nbs"
+DIRECTIVE = re.compile(r"^\s*#\|\s*(.*?)\s*$")
+MATHJAX = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"   # the configuration jupyter-server-mathjax ships
+
+
+def notebooks(only=None) -> list:
+    "index.ipynb, then the numbered notebooks in order (the sidebar order)."
+    nbs = sorted(p for p in NBS.glob("*.ipynb") if re.match(r"^\d", p.name))
+    out = [NBS / "index.ipynb"] + nbs
+    return [p for p in out if not only or p.stem in only]
+
+
+def directives(src: str) -> dict:
+    "The `#| name value` lines of a cell, as {name: value}."
+    out = {}
+    for line in src.splitlines():
+        m = DIRECTIVE.match(line)
+        if m:
+            name, _, value = m.group(1).partition(" ")
+            out[name.rstrip(":")] = value.strip()
+    return out
+
+
+def strip_directives(src: str) -> str:
+    return "\n".join(l for l in src.splitlines() if not DIRECTIVE.match(l)).strip("\n")
+
+
+def title_of(nb) -> str:
+    for c in nb.cells:
+        if c.cell_type == "markdown":
+            m = re.search(r"^#\s+(.+)$", c.source, re.M)
+            if m: return m.group(1).replace('`', '').strip()
+    return "dpnotebooks"
+
+
+def exported_names(src: str) -> list:
+    "Top-level functions, classes and assigned names of an exported cell, in order."
+    try: tree = ast.parse(strip_directives(src))
+    except SyntaxError: return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names.append(node.name)
+    return [n for n in names if not n.startswith("_")]
+
+
+def show_doc_markdown(module: str, name: str) -> str | None:
+    "nbdev's show_doc of `module.name` as plain markdown (Quarto attributes and the source link removed)."
+    from nbdev.showdoc import show_doc
+    obj = getattr(importlib.import_module(module), name, None)
+    if obj is None: return None
+    md = show_doc(obj)._repr_markdown_()
+    md = re.sub(r"^\[source\]\([^)]*\)\{[^}]*\}\s*$", "", md, flags=re.M)
+    return re.sub(r"\]\(([^)]*)\)\{[^}]*\}", r"](\1)", md).strip()
+
+
+def execute(nb, path: Path):
+    "Run the notebook in nbs/ with nbclient; slow and eval-false cells are skipped (their source kept)."
+    from nbclient import NotebookClient
+    saved = {}
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "code":
+            d = directives(c.source)
+            if "slow" in d or d.get("eval") == "false":
+                saved[i], c.source = c.source, "pass"
+    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    for i, src in saved.items():
+        nb.cells[i].source, nb.cells[i].outputs = src, []
+    return nb
+
+
+def process(nb, module: str | None):
+    "Apply nbdev's documentation directives and insert show_doc after exported symbols."
+    import nbformat
+    cells = []
+    for c in nb.cells:
+        if c.cell_type == "raw": continue
+        if c.cell_type == "markdown":
+            c.source = re.sub(r"\]\(([\w./-]+?)\.ipynb(#[^)]*)?\)", lambda m: f"]({m.group(1)}.html{m.group(2) or ''})", c.source)
+            cells.append(c); continue
+        d = directives(c.source)
+        if "hide" in d or "default_exp" in d: continue
+        exported = any(k in d for k in ("export", "exports"))
+        if "exporti" in d: continue
+        c.source = strip_directives(c.source)
+        if "echo" in d and d["echo"] == "false": c.metadata["jupyter"] = {"source_hidden": True}; c.source = ""
+        if d.get("output") == "false": c.outputs = []
+        if c.source or c.outputs: cells.append(c)
+        if exported and module:
+            for name in exported_names("\n".join(f"{l}" for l in c.source.splitlines())):
+                md = show_doc_markdown(module, name)
+                if md: cells.append(nbformat.v4.new_markdown_cell(md))
+    nb.cells = cells
+    return nb
+
+
+def sidebar(pages: list, current: str) -> str:
+    items = "".join(f'<li{" class=active" if stem == current else ""}><a href="{stem}.html">{html.escape(title)}</a></li>'
+                    for stem, title in pages)
+    return (f'<nav id="dpnb-sidebar"><a class="brand" href="index.html">dpnotebooks</a><ul>{items}</ul></nav>')
+
+
+STYLE = """<style>
+#dpnb-sidebar{position:fixed;top:0;left:0;bottom:0;width:250px;overflow-y:auto;background:#f7f7f9;border-right:1px solid #ddd;
+ padding:12px 10px;font:14px/1.35 system-ui,sans-serif;z-index:10}
+#dpnb-sidebar .brand{font-weight:600;font-size:17px;display:block;margin-bottom:10px;color:#222;text-decoration:none}
+#dpnb-sidebar ul{list-style:none;padding:0;margin:0}#dpnb-sidebar li{margin:3px 0}
+#dpnb-sidebar li.active a{font-weight:600;color:#000}#dpnb-sidebar a{color:#2a5db0;text-decoration:none}
+body{margin-left:270px !important}
+</style>"""
+
+
+def render(path: Path, out: Path, pages: list, run: bool) -> str:
+    "Execute, process and write one page; returns its file name."
+    import nbformat
+    from nbconvert import HTMLExporter
+    nb = nbformat.read(path, as_version=4)
+    default_exp = next((directives(c.source)["default_exp"] for c in nb.cells
+                        if c.cell_type == "code" and "default_exp" in directives(c.source)), None)
+    if run: nb = execute(nb, path)
+    nb = process(nb, f"dpnotebooks.{default_exp}" if default_exp else None)
+    exporter = HTMLExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True, mathjax_url=MATHJAX)
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title_of(nb)}})
+    body = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", body)          # nothing from the network
+    body = re.sub(r'<link[^>]*\bhref="https?://[^"]*"[^>]*>', "", body)
+    body = body.replace("</head>", STYLE + "\n</head>", 1)
+    body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + sidebar(pages, path.stem), body, count=1)
+    name = f"{path.stem}.html"
+    (out / name).write_text(body)
+    return name
+
+
+def copy_mathjax(out: Path):
+    import jupyter_server_mathjax
+    src = Path(jupyter_server_mathjax.__file__).parent / "static"
+    if not (out / "mathjax").exists(): shutil.copytree(src, out / "mathjax")
+
+
+def build(out: Path, jobs: int = 2, only=None, run: bool = True) -> list:
+    import nbformat
+    out.mkdir(parents=True, exist_ok=True)
+    paths = notebooks()
+    pages = [(p.stem, title_of(nbformat.read(p, as_version=4))) for p in paths]
+    todo = [p for p in paths if not only or p.stem in only]
+    copy_mathjax(out)
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs) as ex:
+            names = list(ex.map(render, todo, [out] * len(todo), [pages] * len(todo), [run] * len(todo)))
+    else:
+        names = [render(p, out, pages, run) for p in todo]
+    return names
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "_site"), help="output folder (default _site)")
+    ap.add_argument("--jobs", type=int, default=2, help="notebooks built in parallel (default 2)")
+    ap.add_argument("--only", default=None, help="comma-separated notebook stems to build (default: all)")
+    ap.add_argument("--no-execute", action="store_true", help="render the notebooks as stored (no outputs)")
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    names = build(Path(a.out), a.jobs, a.only.split(",") if a.only else None, not a.no_execute)
+    print(f"built {len(names)} pages in {a.out} in {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
