@@ -9,20 +9,20 @@ from __future__ import annotations
 import math, warnings
 import numpy as np
 from .backend import to_numpy
-from .problems import Saddle
+from .problems import Saddle, _saddle_base, _saddle_base_grad
 from .streams import DataStream
 from .minimize import minimize
 from .sosp import sosp_parameters, lt_sosp, plot_escape
 
 # %% auto #0
-__all__ = ['sosp_escape_experiment', 'format_sosp_escape', 'csv_rows', 'plot_sosp_escape']
+__all__ = ['sosp_escape_experiment', 'format_sosp_escape', 'plot_sosp_escape']
 
 # %% ../nbs/62_sosp_escape.ipynb #4f11990e
 def _population(prob, x) -> tuple:
     "Population ||∇F(x)||, λ_min(∇²F(x)) and F(x) of P1 (E z = 0, closed form)."
-    x = np.asarray(to_numpy(x), dtype=float)
-    g = np.r_[-prob.a * np.sin(x[0]), prob.b * np.sin(x[1:])]
-    return float(np.linalg.norm(g)), float(to_numpy(prob.hessian_diag(x)).min()), float(prob.a * np.cos(x[0]) + prob.b * (1 - np.cos(x[1:])).sum())
+    X = np.asarray(to_numpy(x), dtype=float)[None]
+    return (float(np.linalg.norm(to_numpy(_saddle_base_grad(prob, X)))), float(to_numpy(prob.hessian_diag(X[0])).min()),
+            float(to_numpy(_saddle_base(prob, X))[0]))
 
 def _score(prob, res, mode:str, epsilon, seed:int, alpha:float) -> dict:
     gn, lam, F = _population(prob, res.x)
@@ -39,7 +39,7 @@ def sosp_escape_experiment(epsilons=(0.5, 1.0, 2.0, 4.0), # privacy levels of th
                            progress:bool=False, # one line per grid point
                           ) -> dict:
     "lt-sosp from next to a strict saddle of P1: SOSP rate, certificates and samples against ε, with the non-private and no-escape controls."
-    rows, seeds_ = [], [base_seed + s for s in range(seeds)]
+    rows, seeds_, ref = [], [base_seed + s for s in range(seeds)], Saddle(Saddle.synthetic(2, d))   # `ref`: the problem's x0 and constants
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)                      # "below the worst case" and "not certified" are recorded
         for s in seeds_:
@@ -48,7 +48,7 @@ def sosp_escape_experiment(epsilons=(0.5, 1.0, 2.0, 4.0), # privacy levels of th
                 rows.append(_score(prob, minimize(prob, "lt-sosp", epsilon=eps, delta=delta, alpha=alpha, seed=s), "private", eps, s, alpha))
             rows.append(_score(prob, minimize(prob, "lt-sosp-nonprivate", alpha=alpha, seed=s), "non-private", None, s, alpha))
             if progress: print(f"seed {s}: done", flush=True)
-        noiseless = Saddle(Saddle.synthetic(n, d, seed=base_seed), s=0.0, x0=np.r_[0.0, Saddle(Saddle.synthetic(2, d)).x0[1:]])
+        noiseless = Saddle(Saddle.synthetic(n, d, seed=base_seed), s=0.0, x0=np.r_[0.0, ref.x0[1:]])
         for esc in (True, False):
             p = sosp_parameters(d, None, None, noiseless.L, noiseless.smoothness, noiseless.hessian_lipschitz, noiseless.Phi, alpha, private=False)
             o = lt_sosp(noiseless, DataStream(noiseless.data, rng=base_seed), p, rng=base_seed + 1, escape=esc)
@@ -57,10 +57,9 @@ def sosp_escape_experiment(epsilons=(0.5, 1.0, 2.0, 4.0), # privacy levels of th
                              grad=gn, lambda_min=lam, loss=F, sosp=bool(gn <= alpha and lam >= -math.sqrt(p.rho * alpha)),
                              escapes=[a.status for a in o.anchors], samples_used=int(2 * o.transcript["batch"].sum()), steps=o.steps,
                              refreshes=o.refreshes, epsilon_spent=None))
-    x0 = Saddle(Saddle.synthetic(2, d)).x0
     return dict(settings=dict(epsilons=list(epsilons), seeds=seeds_, n=n, d=d, alpha=alpha, delta=delta,
-                              lambda_threshold=-math.sqrt(Saddle(Saddle.synthetic(2, d)).hessian_lipschitz * alpha)),
-                x0=dict(zip(("grad", "lambda_min", "loss"), _population(Saddle(Saddle.synthetic(2, d)), x0))), rows=rows)
+                              lambda_threshold=-math.sqrt(ref.hessian_lipschitz * alpha)),
+                x0=dict(zip(("grad", "lambda_min", "loss"), _population(ref, ref.x0))), rows=rows)
 
 # %% ../nbs/62_sosp_escape.ipynb #9c4cbd94
 def _groups(res) -> list:
@@ -83,10 +82,6 @@ def format_sosp_escape(res:dict) -> str:
         lines.append(f"{mode:<24}{('-' if eps is None else format(eps, 'g')):>6}{len(rs):>6}{np.mean([r['sosp'] for r in rs]):>7.0%}"
                      f"{np.mean([r['certified'] for r in rs]):>11.0%}{med('grad'):>13.4f}{med('lambda_min'):>16.3f}{med('loss'):>10.3f}{med('samples_used'):>16.0f}")
     return "\n".join(lines)
-
-def csv_rows(res:dict) -> list:
-    "One flat dict per run (escapes joined by '+'), for a CSV file."
-    return [{**r, "escapes": "+".join(r["escapes"])} for r in res["rows"]]
 
 # %% ../nbs/62_sosp_escape.ipynb #1e6e6cf4
 def plot_sosp_escape(res:dict, path=None):

@@ -117,16 +117,20 @@ def spider_step(state:SpiderState, # current state
     return SpiderState(state.t + 1, w, state.w, v, clip)
 
 # %% ../nbs/20_spiderboost.ipynb #a85daa12
+def _check_noise_pair(name1, v1, name2, v2):
+    "Two noise scales: finite and ≥ 0, and both positive (private) or both 0 (non-private)."
+    for name, v in ((name1, v1), (name2, v2)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (0 <= v < math.inf):
+            raise ValueError(f"`{name}` must be a finite number ≥ 0 (0 for both: non-private). Found {v!r}.")
+    if (v1 == 0) != (v2 == 0): raise ValueError(f"Give both `{name1}` and `{name2}` positive (private) or both 0 (non-private).")
+
 def _check_spiderboost(n, T, q, b1, b2, eta, sigma1, sigma2, L0, L1):
     "The same checks and messages for `spiderboost_releases` and `private_spiderboost`."
     for name, v in (("T", T), ("q", q), ("b1", b1), ("b2", b2)): _check_count(name, v)
     for name, v in (("eta", eta), ("L0", L0), ("L1", L1)): _check_positive(name, v)
     for name, v in (("b1", b1), ("b2", b2)):
         if v > n: raise ValueError(f"`{name}` = {v} exceeds the number of samples n = {n}. Use {name} ≤ n.")
-    for name, v in (("sigma1", sigma1), ("sigma2", sigma2)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (0 <= v < math.inf):
-            raise ValueError(f"`{name}` must be a finite number ≥ 0 (0 for both: non-private). Found {v!r}.")
-    if (sigma1 == 0) != (sigma2 == 0): raise ValueError("Give both `sigma1` and `sigma2` positive (private) or both 0 (non-private).")
+    _check_noise_pair("sigma1", sigma1, "sigma2", sigma2)
 
 def checkpoint_count(T:int, # steps
                      q:int, # phase length
@@ -280,10 +284,7 @@ def _check_tree(T, D, b, beta, L0, L1, sigma_root, sigma_node):
     for name, v in (("T", T), ("D", D), ("b", b)): _check_count(name, v)
     for name, v in (("beta", beta), ("L0", L0), ("L1", L1)): _check_positive(name, v)
     if b % (1 << D): raise ValueError(f"`b` = {b} must be divisible by 2^D = {1 << D} (batch b/2^j at depth j). Use b = D·2^(D+1).")
-    for name, v in (("sigma_root", sigma_root), ("sigma_node", sigma_node)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (0 <= v < math.inf):
-            raise ValueError(f"`{name}` must be a finite number ≥ 0 (0 for both: non-private). Found {v!r}.")
-    if (sigma_root == 0) != (sigma_node == 0): raise ValueError("Give both `sigma_root` and `sigma_node` positive (private) or both 0.")
+    _check_noise_pair("sigma_root", sigma_root, "sigma_node", sigma_node)
 
 def tree_samples_per_round(D:int, # depth
                            b:int, # root batch

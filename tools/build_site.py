@@ -105,7 +105,7 @@ def process(nb, module: str | None):
         if d.get("output") == "false": c.outputs = []
         if c.source or c.outputs: cells.append(c)
         if exported and module:
-            for name in exported_names("\n".join(f"{l}" for l in c.source.splitlines())):
+            for name in exported_names(c.source):
                 md = show_doc_markdown(module, name)
                 if md: cells.append(nbformat.v4.new_markdown_cell(md))
     nb.cells = cells
