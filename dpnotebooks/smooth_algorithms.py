@@ -286,9 +286,10 @@ def glm_recipe(n:int, d:int, epsilon:float, delta:float,
     rate = lambda k: c_rate * (L * x_norm / math.sqrt(k) + base_rate(k))  # Thm 6: uniform convergence + A's bound in R^k
     beta, need, chosen = _target(rate, n, beta, "abggmu-glm")
     k = kdim(n)
+    n_min = spider_n_min(k, epsilon, delta, L0k, L1k, Phi) if base == "abggmu-spider" else 0   # the base's own condition in R^k
     bp = _GLM_BASES[base](n, k, epsilon, delta, alpha, None, L0k, Phi, accountant=accountant, L1=L1k, **base_constants)
     return bp._replace(algorithm="abggmu-glm", theorem=f"ABGGMU Thm 6 / Cor. 1 (Alg. 4, JL method) over {bp.theorem}", d=d, beta=beta,
-                       L=float(L), rate=rate(n), n_required=max(need, bp.n_required), beta_chosen=chosen,
+                       L=float(L), rate=rate(n), n_required=max(need, n_min), beta_chosen=chosen,
                        errata=bp.errata + ("Thm 6: k from a PUBLIC rank bound, not rank(X) (erratum 9)",
                                            "projected rows clipped to √2||X||: the base's constants hold deterministically, δ not split",
                                            "only the rank branch of Thm 6 (the (nε)^(−2/5) branch rests on a flawed step, note §3)"),

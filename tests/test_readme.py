@@ -50,3 +50,22 @@ def test_check_reports_drift(tmp_path):
     ok, msg = make_readme.check(make_readme.NB_PATH, out)
     assert not ok and "tools/make_readme.py" in msg and "hand edit" in msg
     assert make_readme.main(["--check", "--out", str(out)]) == 1
+
+def test_notebook_links_and_figures():
+    "Relative notebook links get the nbs/ prefix (README sits at the root); URLs and anchors do not; figures are left out."
+    nb = {"cells": [
+        {"cell_type": "markdown", "source": "[a](70_x.ipynb), [b](21_sosp.ipynb#escape), [c](https://h.org/n.ipynb), [d](#top)"},
+        {"cell_type": "code", "source": "plt.plot([1])", "outputs": [
+            {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR", "text/plain": ["<Figure size 640x480 with 1 Axes>"]}}]},
+    ]}
+    md = make_readme.notebook_to_markdown(nb)
+    assert "[a](nbs/70_x.ipynb), [b](nbs/21_sosp.ipynb#escape), [c](https://h.org/n.ipynb), [d](#top)" in md
+    assert "<Figure" not in md and md.endswith("```python\nplt.plot([1])\n```\n")
+
+def test_readme_shows_the_private_run_and_its_report():
+    "index.ipynb is stored executed: README shows the real-data run's output and its privacy report."
+    text = readme()
+    assert 'get_problem("logistic", data="breast-cancer")' in text and "training accuracy" in text
+    assert "epsilon spent / target" in text and "**Ledger**" in text
+    for link in ("nbs/70_bring_your_own_loss.ipynb", "nbs/71_which_algorithm.ipynb"):
+        assert f"]({link})" in text and (ROOT / link).exists(), link
