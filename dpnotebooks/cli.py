@@ -254,7 +254,7 @@ def cmd_experiment(args) -> int:
     if args.name == "sosp-escape":
         from dpnotebooks.sosp_escape import sosp_escape_experiment, format_sosp_escape as fmt, plot_sosp_escape as plot
         res = sosp_escape_experiment(epsilons=args.epsilons, seeds=args.seeds, n=args.n, d=args.d, alpha=args.alpha, delta=args.delta,
-                                     base_seed=base, progress=not args.quiet)
+                                     base_seed=base, progress=not args.quiet, **grid)
     elif args.name == "stationarity-rates":
         from dpnotebooks.stationarity_rates import (stationarity_rates_experiment, format_stationarity_rates as fmt,
                                                     plot_stationarity_rates as plot, RATES)

@@ -13,9 +13,10 @@ from .problems import Saddle, _saddle_base, _saddle_base_grad
 from .streams import DataStream
 from .minimize import minimize
 from .sosp import sosp_parameters, lt_sosp, plot_escape
+from .experiments import RunStore, _executor
 
 # %% auto #0
-__all__ = ['sosp_escape_experiment', 'format_sosp_escape', 'plot_sosp_escape']
+__all__ = ['score_escape_run', 'sosp_escape_experiment', 'format_sosp_escape', 'plot_sosp_escape']
 
 # %% ../nbs/62_sosp_escape.ipynb #4f11990e
 def _population(prob, x) -> tuple:
@@ -32,34 +33,51 @@ def _score(prob, res, mode:str, epsilon, seed:int, alpha:float) -> dict:
                 samples_used=int(res.samples_used), steps=int(tr["steps"]), refreshes=int(tr["refreshes"]),
                 epsilon_spent=float(res.epsilon_spent) if math.isfinite(res.epsilon_spent) else None)
 
+def score_escape_run(mode:str, # 'private' or 'non-private'
+                     epsilon:float|None, seed:int, n:int, d:int, alpha:float, delta:float) -> dict:
+    "One run of the grid (a Dask task): lt-sosp (or its non-private twin) on P1 drawn with `seed`, scored on the population."
+    prob = Saddle(Saddle.synthetic(n, d, seed=seed))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)                      # "below the worst case" and "not certified" are recorded
+        res = (minimize(prob, "lt-sosp", epsilon=epsilon, delta=delta, alpha=alpha, seed=seed) if mode == "private"
+               else minimize(prob, "lt-sosp-nonprivate", alpha=alpha, seed=seed))
+    return _score(prob, res, mode, epsilon, seed, alpha)
+
 def sosp_escape_experiment(epsilons=(0.5, 1.0, 2.0, 4.0), # privacy levels of the grid
                            seeds:int=5, # runs per grid point (seeds base_seed, base_seed + 1, ...)
                            n:int=800_000, d:int=4, alpha:float=0.2, delta:float=1e-6,
                            base_seed:int=0, # first seed (data and noise)
-                           progress:bool=False, # one line per grid point
+                           jobs:int=1, # local Dask workers running the runs in parallel
+                           scheduler:str|None=None, # address of an existing Dask scheduler instead of a local cluster
+                           cache_path=None, # JSON-lines file of finished runs: reloaded (resume) and appended to
+                           progress:bool=False, # a tqdm bar over the runs
                           ) -> dict:
     "lt-sosp from next to a strict saddle of P1: SOSP rate, certificates and samples against ε, with the non-private and no-escape controls."
-    rows, seeds_, ref = [], [base_seed + s for s in range(seeds)], Saddle(Saddle.synthetic(2, d))   # `ref`: the problem's x0 and constants
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)                      # "below the worst case" and "not certified" are recorded
-        for s in seeds_:
-            prob = Saddle(Saddle.synthetic(n, d, seed=s))
-            for eps in epsilons:
-                rows.append(_score(prob, minimize(prob, "lt-sosp", epsilon=eps, delta=delta, alpha=alpha, seed=s), "private", eps, s, alpha))
-            rows.append(_score(prob, minimize(prob, "lt-sosp-nonprivate", alpha=alpha, seed=s), "non-private", None, s, alpha))
-            if progress: print(f"seed {s}: done", flush=True)
-        noiseless = Saddle(Saddle.synthetic(n, d, seed=base_seed), s=0.0, x0=np.r_[0.0, ref.x0[1:]])
-        for esc in (True, False):
-            p = sosp_parameters(d, None, None, noiseless.L, noiseless.smoothness, noiseless.hessian_lipschitz, noiseless.Phi, alpha, private=False)
-            o = lt_sosp(noiseless, DataStream(noiseless.data, rng=base_seed), p, rng=base_seed + 1, escape=esc)
-            gn, lam, F = _population(noiseless, o.x)
-            rows.append(dict(mode="noiseless, escape " + ("on" if esc else "off"), epsilon=None, seed=base_seed, certified=o.certified,
-                             grad=gn, lambda_min=lam, loss=F, sosp=bool(gn <= alpha and lam >= -math.sqrt(p.rho * alpha)),
-                             escapes=[a.status for a in o.anchors], samples_used=int(2 * o.transcript["batch"].sum()), steps=o.steps,
-                             refreshes=o.refreshes, epsilon_spent=None))
+    from tqdm.auto import tqdm
+    seeds_, ref = [base_seed + s for s in range(seeds)], Saddle(Saddle.synthetic(2, d))   # `ref`: the problem's x0 and constants
+    grid = [g for s in seeds_ for g in [("private", float(e), s) for e in epsilons] + [("non-private", None, s)]]
+    store = RunStore(cache_path)                                          # finished runs of an earlier, stopped call are skipped
+    key = lambda m, e, s: ("sosp-escape", m, e, int(s), int(n), int(d), float(alpha), float(delta))
+    todo = [g for g in grid if key(*g) not in store]
+    with _executor(jobs, scheduler) as ex, tqdm(total=len(todo), desc="sosp-escape", disable=not progress) as bar:
+        if ex is None:
+            for g in todo: store[key(*g)] = score_escape_run(*g, n, d, alpha, delta); bar.update()
+        else:
+            futs = {g: ex.submit(score_escape_run, *g, n, d, alpha, delta) for g in todo}
+            for g, f in futs.items(): store[key(*g)] = f.result(); bar.update()
+    rows = [store[key(*g)] for g in grid]
+    noiseless = Saddle(Saddle.synthetic(n, d, seed=base_seed), s=0.0, x0=np.r_[0.0, ref.x0[1:]])
+    for esc in (True, False):                                             # the control: deterministic, seconds, run here
+        p = sosp_parameters(d, None, None, noiseless.L, noiseless.smoothness, noiseless.hessian_lipschitz, noiseless.Phi, alpha, private=False)
+        o = lt_sosp(noiseless, DataStream(noiseless.data, rng=base_seed), p, rng=base_seed + 1, escape=esc)
+        gn, lam, F = _population(noiseless, o.x)
+        rows.append(dict(mode="noiseless, escape " + ("on" if esc else "off"), epsilon=None, seed=base_seed, certified=o.certified,
+                         grad=gn, lambda_min=lam, loss=F, sosp=bool(gn <= alpha and lam >= -math.sqrt(p.rho * alpha)),
+                         escapes=[a.status for a in o.anchors], samples_used=int(2 * o.transcript["batch"].sum()), steps=o.steps,
+                         refreshes=o.refreshes, epsilon_spent=None))
     return dict(settings=dict(epsilons=list(epsilons), seeds=seeds_, n=n, d=d, alpha=alpha, delta=delta,
                               lambda_threshold=-math.sqrt(ref.hessian_lipschitz * alpha)),
-                x0=dict(zip(("grad", "lambda_min", "loss"), _population(ref, ref.x0))), rows=rows)
+                x0=dict(zip(("grad", "lambda_min", "loss"), _population(ref, ref.x0))), rows=rows, resumed_runs=store.resumed)
 
 # %% ../nbs/62_sosp_escape.ipynb #9c4cbd94
 def _groups(res) -> list:

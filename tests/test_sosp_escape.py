@@ -29,3 +29,15 @@ def test_list_and_missing_name(capsys):
     for name in ("sample-complexity", "stationarity-rates", "sosp-escape"): assert name in out
     assert main(["experiment"]) == 2
     assert main(["experiment", "sosp-escape", "--seed", "-1"]) == 2           # a clear error, exit 2
+
+def test_dask_workers_and_resume(tmp_path, capsys):
+    "Two local Dask workers give the serial grid's numbers; a second call on the same --out resumes every finished run."
+    serial = _run(tmp_path / "s", 3)
+    args = ["experiment", "sosp-escape", "--quick", "--seed", "3", "--quiet", "--out", str(tmp_path / "p")]
+    assert main(args + ["--jobs", "2"]) == 0
+    par = json.loads((tmp_path / "p" / "sosp_escape.json").read_text())
+    assert par["rows"] == serial["rows"] and par["resumed_runs"] == 0
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "resumed 4 finished runs" in capsys.readouterr().out
+    assert json.loads((tmp_path / "p" / "sosp_escape.json").read_text())["rows"] == serial["rows"]
