@@ -66,7 +66,7 @@ def _shape(size): return (size,) if isinstance(size, (int, np.integer)) else tup
 class _WidenedStream:
     "A noise stream that draws `trials` independent copies at once (a leading axis)."
     def __init__(self, rng, trials, scale): self.rng, self.trials, self.scale = rng, trials, scale
-    def normal(self, size, scale=1.0): return self.rng.normal((self.trials, *_shape(size)), scale=scale * self.scale)
+    def normal(self, size, scale=1.0, dtype=None): return self.rng.normal((self.trials, *_shape(size)), scale=scale * self.scale, dtype=dtype)
 
 class TrialsRNG(RNG):
     "An oracle's `RNG` whose noise streams (keys starting with one of `noise_keys`) draw `trials` copies at once from `noise`."

@@ -29,9 +29,9 @@ __all__ = ['audit_abggmu_spider', 'audit_abggmu_tree_spider', 'audit_abggmu_conv
 class Trials:
     "A noise stream drawing `trials` independent copies: normal(size, scale) has shape (trials, *size)."
     def __init__(self, rng, trials:int, scale:float=1.0): self.rng, self.trials, self.scale = make_rng(rng), int(trials), float(scale)
-    def normal(self, size, scale=1.0):
+    def normal(self, size, scale=1.0, dtype=None):
         size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-        return to_numpy(self.rng.normal((self.trials, *size), scale=scale * self.scale))
+        return to_numpy(self.rng.normal((self.trials, *size), scale=scale * self.scale, dtype=dtype))
 
 class SmoothAudit(NamedTuple):
     "An audit with what it ran."

@@ -12,8 +12,8 @@ from typing import NamedTuple
 import numpy as np
 
 # %% auto #0
-__all__ = ['BackendUnavailableError', 'available_backends', 'set_backend', 'get_backend', 'get_dtype', 'get_xp', 'use_backend',
-           'asarray', 'to_numpy', 'RNGState', 'RNG', 'make_rng']
+__all__ = ['NOISE_DTYPE', 'BackendUnavailableError', 'available_backends', 'set_backend', 'get_backend', 'get_dtype', 'get_xp',
+           'use_backend', 'asarray', 'to_numpy', 'RNGState', 'RNG', 'make_rng']
 
 # %% ../nbs/00_backend.ipynb #7995f2a5
 class BackendUnavailableError(RuntimeError):
@@ -147,10 +147,12 @@ def _next_generator(rng:RNG):
 # %% ../nbs/00_backend.ipynb #f7c0b5fd
 def _shape(size): return (size,) if isinstance(size, (int, np.integer)) else tuple(size)
 
-def _normal(self, size, scale=1.0):
-    "N(0, scale^2) draws of shape `size`, in the active dtype."
+NOISE_DTYPE = np.float64   # privacy noise is drawn in float64 whatever the active dtype (float32 mode speeds up the kernels only)
+
+def _normal(self, size, scale=1.0, dtype=None):
+    "N(0, scale^2) draws of shape `size`, in `dtype` (default: the active dtype; privacy noise passes `NOISE_DTYPE`)."
     g = _next_generator(self)
-    z = g.standard_normal(_shape(size), dtype=get_dtype())
+    z = g.standard_normal(_shape(size), dtype=get_dtype() if dtype is None else dtype)
     return z if scale == 1.0 else z * scale
 
 def _uniform(self, size, low=0.0, high=1.0):

@@ -148,7 +148,7 @@ def run_demo(seed:int|None=0, # seed of the run (None: OS entropy)
                      events=res.ledger.to_dicts(), samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample,
                      clipped_fraction=res.clipped_fraction, seconds=res.seconds, T=plan.T, period=plan.period, M=plan.M, m=plan.m,
                      sigma=plan.sigma, loss_out=out["loss"], goldstein_out=out["goldstein"], target_beta=plan.beta,
-                     trajectory_steps=((ks + 1) * plan.M).tolist(), trajectory_loss=[t["loss"] for t in traj],
+                     trajectory_steps=((np.asarray(res.trace["block_index"])[ks] + 1) * plan.M).tolist(), trajectory_loss=[t["loss"] for t in traj],
                      trajectory_goldstein=[t["goldstein"] for t in traj], x_out=res.x),
         reference=dict(algorithm="reference-sgd (NOT private)", steps=DEMO["ref_steps"], loss_out=ref_out["loss"],
                        goldstein_out=ref_out["goldstein"], seconds=ref_sec, trace_steps=ref.steps, trace_losses=ref.losses),
@@ -354,7 +354,22 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--out", default=None, help="folder for NAME.json, NAME.csv, NAME.png and NAME.svg (default dpnb-NAME)")
     x.add_argument("--quiet", action="store_true", help="no progress lines")
     x.set_defaults(func=cmd_experiment)
+    bn = sub.add_parser("bench", help="benchmark the kernels against their unavoidable work; writes JSON and BENCHMARKS.md")
+    bn.add_argument("--backend", dest="bench_backend", choices=["numpy", "cupy"], default=None, help="one backend (default: every available one)")
+    bn.add_argument("--quick", action="store_true", help="the small grid (CI)")
+    bn.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="kernel dtype (default float64)")
+    bn.add_argument("--algorithms", type=lambda s: [a for a in s.split(",") if a], default=None, help="end-to-end rows, comma-separated (default: all)")
+    bn.add_argument("--out", default=None, help="JSON file for the raw results")
+    bn.add_argument("--markdown", default="BENCHMARKS.md", help="the tables (default BENCHMARKS.md; '' to skip)")
+    bn.add_argument("--quiet", action="store_true", help="no progress bar")
+    bn.set_defaults(func=_cmd_bench)
     return ap
+
+def _cmd_bench(args) -> int:
+    "`dpnb bench`: see `dpnotebooks.bench.cmd_bench`."
+    from dpnotebooks.bench import cmd_bench
+    args.backend = args.bench_backend
+    return cmd_bench(args)
 
 # %% ../nbs/50_cli.ipynb #48624b8b
 def main(argv=None) -> int:

@@ -45,7 +45,7 @@ def clip_rows(G, # per-sample vectors, shape (..., d): clipped along the last ax
     _check_bound(bound); xp = get_xp(); G = asarray(G)
     norms = xp.linalg.norm(G, axis=-1, keepdims=True)
     over = norms[..., 0] > bound * (1 + 1e-12)   # count real clips, not rounding (a row of norm L(1 + 1e-16))
-    scale = xp.minimum(1.0, bound / xp.maximum(norms, 1e-300))
+    scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).tiny))
     return Clipped(G * scale, int(over.sum()), int(over.size))
 
 # %% ../nbs/01b_clipping.ipynb #30d46262

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, numbers
 from typing import NamedTuple, Callable
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng
+from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
 from .privacy import _check_positive, _check_count, _check_delta
 from .ledger import Release, Ledger
 from .clipping import ClipCounter, clip_rows, fo_grad_clipped
@@ -99,7 +99,7 @@ def noisy_gd(problem, # a `Problem` (needs `grad_each`, `dim`)
     avg, counter = WeightedAverage(1.0 - eta * mu), ClipCounter()
     for t in range(1, K + 1):
         g, c = clipped_mean_grad(problem, w, batch, clip)
-        if sigma > 0: g = g + rng.child(t).normal(d, scale=sigma)
+        if sigma > 0: g = g + rng.child(t).normal(d, scale=sigma, dtype=NOISE_DTYPE)
         if len(lams): g = g + regularizer_grad(w, lams, centers)
         w = clip_ball(w - eta * g, radius)
         avg, counter = avg.add(w), counter.add(c)
@@ -139,7 +139,7 @@ def output_perturbed_sgd(problem, # a convex `LinearModel`
         w = to_numpy(clip_ball(w - eta * (s * a + lam_sum * w - lam_c), radius))
         avg = avg.add(w)
     out = to_numpy(avg.mean) if avg.mean is not None else w
-    if sigma > 0: out = out + to_numpy(rng.normal(d, scale=sigma))
+    if sigma > 0: out = out + to_numpy(rng.normal(d, scale=sigma, dtype=NOISE_DTYPE))
     return StageOutput(out, ClipCounter(clipped, len(A)))
 
 # %% ../nbs/22_convex_glm.ipynb #57bc7b76

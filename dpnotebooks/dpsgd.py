@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, numbers
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng
+from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
 from .privacy import _check_positive, _check_count
 from .ledger import Release, Ledger
 from .clipping import ClipCounter, fo_grad_clipped
@@ -131,7 +131,7 @@ def dp_sgd(problem, # a `Problem` (needs `grad_each`, `dim`, `x0`)
             idx = batches[k]
         else: idx = _poisson_batch(n, batch_size / n, t, rng)
         S, c = clipped_grad_sum(problem, x, data.batch(idx), clip, alpha, rng.child(DPSGD_STREAM, 2, t))
-        noise = rng.child(DPSGD_STREAM, 3, t).normal(d, scale=sigma) if sigma > 0 else 0.0
+        noise = rng.child(DPSGD_STREAM, 3, t).normal(d, scale=sigma, dtype=NOISE_DTYPE) if sigma > 0 else 0.0
         g = S / batch_size + noise if sampling == "shuffle" else (S + noise) / batch_size
         x = x - lr * g
         if radius is not None: x = clip_ball(x, radius)

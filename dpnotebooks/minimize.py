@@ -491,7 +491,7 @@ def minimize(problem, # a `Problem` with its data
     out = o2nc(oracle, x0, plan.T, plan.D, plan.eta, plan.M, rng=rng.child(DRIVER_STREAM),
                restart_every=plan.period if plan.restart else None, progress=progress)
     used = access.samples_used if isinstance(access, DataStream) else int((access.uses > 0).sum())
-    trace = dict(algorithm=algorithm, plan=plan, block_means=out.block_means, chosen=out.chosen, g_norms=out.g_norms, x_last=out.x_last)
+    trace = dict(algorithm=algorithm, plan=plan, block_means=out.block_means, block_index=out.block_index, chosen=out.chosen, g_norms=out.g_norms, x_last=out.x_last)
     return Result(out.x_out, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
                   rng.seeded, seed, accountant, used, access.max_uses, oracle.clip.fraction, trace, time.perf_counter() - t0)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple, Callable
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng
+from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
 from .ledger import Ledger, Release
 from .clipping import ClipCounter
 
@@ -78,7 +78,7 @@ class ExactOracle(Oracle):
         self.grad, self.dim, self.noise, self.rng = grad, int(dim), float(noise), make_rng(rng)
     def __call__(self, z, t:int):
         g = asarray(self.grad(z))
-        return g + self.rng.normal(self.dim, scale=self.noise) if self.noise > 0 else g
+        return g + self.rng.normal(self.dim, scale=self.noise, dtype=NOISE_DTYPE) if self.noise > 0 else g
     def samples_needed(self, T:int) -> int: return 0
 
 # %% ../nbs/10_o2nc.ipynb #844d5ca7
@@ -100,12 +100,13 @@ class ProjectedOGD(NamedTuple):
 class O2NCOutput(NamedTuple):
     "What `o2nc` returns: the output point, all block averages, and the private-only trace."
     x_out: np.ndarray        # uniformly random block average x̄_k (host array)
-    block_means: np.ndarray  # x̄_1..x̄_K, shape (K, d)
+    block_means: np.ndarray  # the kept block averages x̄_k (all K of them unless `keep` < K), shape (K_kept, d)
     chosen: int              # index k (0-based) of x_out among the blocks
     x_last: np.ndarray       # x_T (host array)
     g_norms: np.ndarray      # ||g̃_t||, t = 1..T
     Z: np.ndarray|None = None      # z_1..z_T, shape (T, d), when `record=True`
     Deltas: np.ndarray|None = None # Δ_1..Δ_T, shape (T, d), when `record=True`
+    block_index: np.ndarray|None = None # 0-based indices of the blocks in `block_means` (all K unless thinned by `keep`)
 
 # %% ../nbs/10_o2nc.ipynb #7caf9b0b
 def _check_o2nc_args(T, D, eta, M, restart_every):
@@ -131,9 +132,11 @@ def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
          record:bool=False, # also return every z_t and Δ_t
          progress:bool=False, # show a tqdm progress bar
          callback:Callable|None=None, # callback(t, z_t, g̃_t) after each step
+         keep:int|None=1024, # most block averages kept for the trace (evenly strided); None keeps all K. Memory: O(keep·d), not O(T·d/M)
         ) -> O2NCOutput:
     "Online-to-nonconvex conversion with projected OGD (KLT Alg. 2; ZTC Alg. 3 with `restart_every`)."
     _check_o2nc_args(T, D, eta, M, restart_every)
+    if keep is not None and not (isinstance(keep, (int, np.integer)) and keep >= 1): raise ValueError(f"`keep` must be None or a positive integer. Found {keep!r}.")
     xp, rng = get_xp(), make_rng(rng)
     x = asarray(x0).astype(float).copy()
     if x.ndim != 1 or not bool(xp.all(xp.isfinite(x))): raise ValueError(f"`x0` must be a finite vector of shape (d,). Found shape {tuple(x.shape)}.")
@@ -141,7 +144,9 @@ def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
     learner = ProjectedOGD(float(D), float(eta))
     S = to_numpy(rng.child(O2NC_STREAM, 1).uniform(T))             # s_t ~ U[0, 1], drawn up front (data-independent)
     K = T // M
-    sums, gn = xp.zeros((K, d)), np.zeros(T)
+    k = int(to_numpy(rng.child(O2NC_STREAM, 2).integers(0, K, 1))[0])   # the output block, drawn up front (data-independent)
+    stride = 1 if keep is None or K <= keep else -(-K // keep)
+    sums, chosen, gn = xp.zeros((-(-K // stride), d)), xp.zeros(d), np.zeros(T)
     Z = np.zeros((T, d)) if record else None; Ds = np.zeros((T, d)) if record else None
     Delta = learner.init(d)
     steps = range(1, T + 1)
@@ -154,11 +159,12 @@ def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
         g = asarray(oracle(z, t))
         if g.shape != (d,) or not bool(xp.all(xp.isfinite(g))):
             raise FloatingPointError(f"The oracle returned a non-finite or wrongly shaped value at step {t} (shape {tuple(g.shape)}).")
-        if (t - 1) // M < K: sums[(t - 1) // M] += z
+        blk = (t - 1) // M
+        if blk < K:
+            if blk % stride == 0: sums[blk // stride] += z
+            if blk == k: chosen += z
         gn[t - 1] = float(xp.linalg.norm(g))
         if record: Z[t - 1], Ds[t - 1] = to_numpy(z), to_numpy(Delta)
         if callback is not None: callback(t, z, g)
         Delta = learner.update(Delta, g)                 # Δ_{t+1} = clip_D(Δ_t − η g̃_t)
-    means = to_numpy(sums / M)
-    k = int(to_numpy(rng.child(O2NC_STREAM, 2).integers(0, K, 1))[0])
-    return O2NCOutput(means[k].copy(), means, k, to_numpy(x), gn, Z, Ds)
+    return O2NCOutput(to_numpy(chosen / M), to_numpy(sums / M), k, to_numpy(x), gn, Z, Ds, np.arange(0, K, stride))

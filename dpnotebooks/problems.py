@@ -119,6 +119,7 @@ class Problem:
 # %% ../nbs/04_problems.ipynb #ac67b4d2
 class LinearModel(Problem):
     "f(x; (a, y)) = psi(<a, x>, y): values, gradients and Hessian-vector products as matrix products."
+    margins = False   # opt-in speed-up: two-point differences as ψ(<a,x> ± α<a,u>, y), without forming the 2m points
     def value(self, X, batch):
         return self.psi(X @ batch.A.T, batch.y[None, :])
     def grad(self, X, batch):

@@ -30,6 +30,9 @@ def two_point_differences(problem, # a `Problem` (needs `value_each`)
                          ):
     "f(x + αu_ij; ξ_i) − f(x − αu_ij; ξ_i) for every sample i and direction j: shape (b, m)."
     xp = get_xp(); m = U.shape[1]
+    if getattr(problem, "margins", False):                            # opt-in for linear models: ψ(<a,x> ± α<a,u>, y)
+        A = batch.A; t = (A @ asarray(x))[:, None]; s = alpha * xp.einsum("bmd,bd->bm", U, A); y = batch.y[:, None]
+        return problem.psi(t + s, y) - problem.psi(t - s, y)
     P = asarray(x) + alpha * xp.concatenate([U, -U], axis=1)          # (b, 2m, d)
     V = problem.value_each(P, batch)
     return V[:, :m] - V[:, m:]

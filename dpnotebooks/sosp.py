@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, numbers
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng
+from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
 from .privacy import _check_positive, _check_delta, _check_count, calibrate_tree, calibrate_gaussian, tree_levels
 from .ledger import Release, Ledger
 from .clipping import Clipped, ClipCounter, _check_bound
@@ -52,7 +52,7 @@ def clip_matrices(H, # symmetric per-sample matrices, shape (b, d, d)
     _check_bound(bound); xp = get_xp(); H = asarray(H)
     norms = op_norms(H)
     over = norms > bound * (1 + 1e-12)
-    scale = xp.minimum(1.0, bound / xp.maximum(norms, 1e-300))
+    scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).tiny))
     return Clipped(H * scale[:, None, None], int(over.sum()), int(over.size))
 
 # %% ../nbs/21_sosp.ipynb #e0882680
@@ -141,7 +141,7 @@ def escape(g, H, x_anchor, # frozen gradient (d,), Hessian (d, d) and anchor (d,
           ) -> EscapeOutput:
     "LT Algorithm 2 (escape from saddle point), R independent runs from the anchor; no data is read."
     d = int(asarray(x_anchor).shape[0])
-    noise = make_rng(rng).normal((_check_count("Gamma", Gamma), _check_count("R", R), d), scale=sigma)
+    noise = make_rng(rng).normal((_check_count("Gamma", Gamma), _check_count("R", R), d), scale=sigma, dtype=NOISE_DTYPE)
     X = get_xp().broadcast_to(asarray(x_anchor), (R, d))
     return escape_steps(g, H, x_anchor, X, eta, Xi, noise, record)
 
@@ -296,7 +296,7 @@ def lt_sosp(problem, # a smooth `Problem` (`grad_each`; `hess_each` or finite di
         if escape and not escaping and rnorm <= p.theta and frozen_prev <= 0:
             frozen, escaping, count, t_anc = p.Gamma, True, count + 1, t
             g_anc, H_anc, x_anc = released, H, x
-        if escaping: g = g_anc + H_anc @ (x - x_anc) + rng.child(SOSP_STREAM, 2, t).normal(d, scale=p.sigma_esc)   # RELEASED
+        if escaping: g = g_anc + H_anc @ (x - x_anc) + rng.child(SOSP_STREAM, 2, t).normal(d, scale=p.sigma_esc, dtype=NOISE_DTYPE)   # RELEASED
         else: g = released
         x_prev, x = x, x - p.eta * g
         gnorm = _norm(g); drift += gnorm

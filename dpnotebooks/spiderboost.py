@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, numbers
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng
+from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
 from dp_accounting import NeighboringRelation
 from dp_accounting.rdp import RdpAccountant
 from dp_accounting.mechanism_calibration import calibrate_dp_mechanism, LowerEndpointAndGuess
@@ -100,7 +100,7 @@ def spider_estimate(problem, # a `Problem` with `grad_each`
         lam = diff_bound if diff_bound is not None else min(L1 * float(to_numpy(get_xp().linalg.norm(state.w - state.w_prev))), 2 * L0)
         mean, c = clipped_mean_difference(problem, state.w, state.w_prev, batch, lam, b); base = state.v
     std = z * lam / b
-    noise = rng.normal(int(problem.dim), std) if std > 0 else 0.0
+    noise = rng.normal(int(problem.dim), std, dtype=NOISE_DTYPE) if std > 0 else 0.0
     return base + mean + noise, state.clip.add(c), std, lam
 
 def spider_step(state:SpiderState, # current state
@@ -373,13 +373,13 @@ def tree_spider(problem, # a `Problem` with `grad_each`
     pick, leaf_no, w_pick = int(to_numpy(rng.child(SPIDER_STREAM, 5).integers(0, T * 2 ** D, 1))[0]), 0, None  # data-independent
     for t in range(1, T + 1):
         g, c = clipped_mean_gradient(problem, w, stream.take(b)[1], L0, b); clip = clip.add(c)
-        if sigma_root > 0: g = g + rng.child(SPIDER_STREAM, 4, t, 0).normal(d, sigma_root)
+        if sigma_root > 0: g = g + rng.child(SPIDER_STREAM, 4, t, 0).normal(d, sigma_root, dtype=NOISE_DTYPE)
         W, G = xp.stack([w] * (D + 1)), xp.stack([g] * (D + 1))
         for k in range(2 ** D):
             if k > 0:
                 j = D - _trailing_zeros(k); bound = 2 ** (D - j) * beta / 2 ** (D / 2)
                 delta_, c = clipped_mean_difference(problem, w, W[j - 1], stream.take(b >> j)[1], bound, b >> j); clip = clip.add(c)
-                if sigma_node > 0: delta_ = delta_ + rng.child(SPIDER_STREAM, 4, t, k).normal(d, sigma_node)
+                if sigma_node > 0: delta_ = delta_ + rng.child(SPIDER_STREAM, 4, t, k).normal(d, sigma_node, dtype=NOISE_DTYPE)
                 if record: path.append((float(to_numpy(xp.linalg.norm(w - W[j - 1]))), 2 ** (D - j) * r, j))
                 g = G[j - 1] + delta_
                 W, G = xp.concatenate([W[:j], xp.stack([w] * (D + 1 - j))]), xp.concatenate([G[:j], xp.stack([g] * (D + 1 - j))])

@@ -8,7 +8,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/tree.html.md"""
 from __future__ import annotations
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng, RNG, RNGState
+from .backend import get_xp, asarray, to_numpy, make_rng, RNG, RNGState, NOISE_DTYPE
 from .privacy import tree_levels
 
 # %% auto #0
@@ -54,7 +54,7 @@ class TreeState(NamedTuple):
 # %% ../nbs/02_tree.ipynb #104ad528
 def _node_noise(rng:RNG, period:int, u:int, v:int, shape:tuple, sigma:float):
     "ζ_(u,v) ~ N(0, σ² I) for node (u, v) of tree `period`, from its own stream."
-    return rng.child(TREE_STREAM, period, u, v).normal(shape, scale=sigma)
+    return rng.child(TREE_STREAM, period, u, v).normal(shape, scale=sigma, dtype=NOISE_DTYPE)
 
 def tree_step(state:TreeState, # the counter after step t
               shape:tuple, # shape of one noise vector, e.g. (d,)

@@ -8,7 +8,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/zo_oracles.html.md"""
 from __future__ import annotations
 import math, numbers
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng
+from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
 from .ledger import Ledger, Release
 from .clipping import Clipped, ClipCounter, clip_rows
 from .smoothing import two_point_differences, zo_from_differences
@@ -215,7 +215,7 @@ def _mp_call(self, z, # the query point z_t, shape (d,)
     else:                                          # the NOISED previous output g̃_{t−1} (post-processing)
         mean, c = _clipped_mean(_zo_blocks(self.problem, z, data, self.alpha, self.m, rng, self.chunk, self.z_prev, self.directions), self.C2, self.n)
         g, sigma = self.g + mean, self.sigma2
-    if sigma > 0: g = g + self.rng.child(KLT_NOISE, t).normal(self.dim, scale=sigma)
+    if sigma > 0: g = g + self.rng.child(KLT_NOISE, t).normal(self.dim, scale=sigma, dtype=NOISE_DTYPE)
     self.g, self.clip, self.z_prev, self.t_last = g, self.clip.add(c), z, t
     return g
 

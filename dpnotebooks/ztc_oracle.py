@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng
+from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
 from .privacy import tree_levels, _check_positive, _check_count
 from .ledger import Release, Ledger
 from .clipping import ClipCounter, clip_values, zo_two_point_clipped
@@ -193,6 +193,6 @@ def _naive_call(self, z, # the query point w_t, shape (d,)
     _, batch = self.stream.take(self.B)
     g, c = ztc_grad(self.problem, asarray(z).astype(float), batch, self.alpha, self.rng.child(ZTC_STREAM, 3, t), 1, self.L)
     self.t, self.clip = t, self.clip.add(c)
-    return g + self.rng.child(ZTC_STREAM, 4, t).normal(self.dim, scale=self.sigma) if self.sigma > 0 else g
+    return g + self.rng.child(ZTC_STREAM, 4, t).normal(self.dim, scale=self.sigma, dtype=NOISE_DTYPE) if self.sigma > 0 else g
 
 ZTCNaiveOracle.__call__ = _naive_call

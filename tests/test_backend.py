@@ -59,3 +59,19 @@ def test_env_cupy_without_gpu_fails_clearly():
 def test_env_numpy_imports():
     res = _import_with_env(DPNB_BACKEND="numpy", DPNB_DTYPE="float32")
     assert res.returncode == 0, res.stderr
+
+def test_float32_mode_keeps_privacy_noise_and_accounting_float64():
+    "float32 speeds up the kernels only: noise is drawn in float64 and the ledger is the float64 run's."
+    import numpy as np
+    from dpnotebooks.tree import TreeMechanism
+    from dpnotebooks.minimize import minimize
+    from dpnotebooks.problems import get_problem
+    run = lambda: minimize(get_problem("robust-regression", n=3000, d=4, seed=0), "klt-single-pass", epsilon=1.0, delta=1e-5, alpha=0.1, seed=0)
+    with B.use_backend("numpy", "float32"):
+        assert B.make_rng(0).normal(3).dtype == np.float32 and B.make_rng(0).normal(3, dtype=B.NOISE_DTYPE).dtype == np.float64
+        assert TreeMechanism(4, 1.0, 8, rng=0).noise(1).dtype == np.float64
+        assert get_problem("robust-regression", n=10, d=4).data.A.dtype == np.float32
+        r32 = run()
+    r64 = run()
+    assert r32.ledger.to_dicts() == r64.ledger.to_dicts() and r32.epsilon_spent == r64.epsilon_spent <= 1.0 + 1e-9
+    assert np.all(np.isfinite(r32.x)) and r32.max_uses_per_sample == 1
