@@ -10,14 +10,14 @@ import argparse, json, sys, time
 from pathlib import Path
 import numpy as np
 from .backend import set_backend, get_backend, to_numpy, BackendUnavailableError
-from .problems import get_problem, list_problems
+from .problems import get_problem, list_problems, PROBLEMS
 from .reference import smoothed_sgd
 from .stationarity import goldstein_norm, grad_norm, hessian_min_eig
 from .audit import AUDITS
 import dpnotebooks.audit_algorithms  # registers the algorithm audits in AUDITS before the parser is built
 import dpnotebooks.audit_smooth  # registers the ABGGMU audits (abggmu-spider, -tree-spider, -convex, -glm)
 import dpnotebooks.audit_sosp  # registers the lt-sosp audits (lt-sosp, lt-sosp-tree)
-from .minimize import minimize, list_algorithms, ALGORITHMS as REGISTRY, InsufficientDataError
+from .minimize import minimize, list_algorithms, check_request, ALGORITHMS as REGISTRY, InsufficientDataError
 from .ledger import BudgetExceededError
 
 # %% auto #0
@@ -60,6 +60,8 @@ def run_algorithm(algorithm:str, problem:str="robust-regression", n:int=20000, d
                   seed:int|None=None, data:str|None=None, data_seed:int=0, accountant:str="rdp",
                   progress:bool=False, **overrides) -> dict:
     "Run `algorithm` through `minimize` and return the JSON record of DESIGN.md's `dpnb run` contract."
+    check_request(algorithm, epsilon, delta, alpha, beta, **overrides)   # the request alone: refused before any data is built
+    if problem not in PROBLEMS: raise ValueError(f"Unknown problem {problem!r}. Available: {', '.join(PROBLEMS)}.")   # before any data is built
     p = get_problem(problem, n=n, d=d, seed=data_seed, data=data)
     res = minimize(p, algorithm, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, seed=seed, accountant=accountant,
                    progress=progress, **overrides)
@@ -357,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     bn = sub.add_parser("bench", help="benchmark the kernels against their unavoidable work; writes JSON and BENCHMARKS.md")
     bn.add_argument("--backend", dest="bench_backend", choices=["numpy", "cupy"], default=None, help="one backend (default: every available one)")
     bn.add_argument("--quick", action="store_true", help="the small grid (CI)")
-    bn.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="kernel dtype (default float64)")
+    bn.add_argument("--dtype", default="float64", help="kernel dtype: float64, float32, or float64,float32 for both (default float64)")
     bn.add_argument("--algorithms", type=lambda s: [a for a in s.split(",") if a], default=None, help="end-to-end rows, comma-separated (default: all)")
     bn.add_argument("--out", default=None, help="JSON file for the raw results")
     bn.add_argument("--markdown", default="BENCHMARKS.md", help="the tables (default BENCHMARKS.md; '' to skip)")
@@ -378,5 +380,5 @@ def main(argv=None) -> int:
     try:
         if args.backend: set_backend(args.backend)
         return args.func(args)
-    except (ValueError, BackendUnavailableError, BudgetExceededError, InsufficientDataError) as err:
+    except (ValueError, FileNotFoundError, BackendUnavailableError, BudgetExceededError, InsufficientDataError) as err:
         print(f"dpnb: error: {err}", file=sys.stderr); return 2

@@ -6,7 +6,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/minimize.html.md"""
 
 # %% ../nbs/30_minimize.ipynb #72ccb695
 from __future__ import annotations
-import math, time
+import math, time, warnings
 from typing import NamedTuple, Callable
 import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, RNG
@@ -20,7 +20,7 @@ from .o2nc import o2nc, periodic_samples
 __all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'InsufficientDataError', 'Plan', 'n_for_rate',
            'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate', 'klt_single_pass_recipe', 'klt_multi_pass_rate',
            'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate', 'ztc_recipe', 'naive_rate', 'naive_recipe', 'dpsgd_recipe',
-           'Algorithm', 'register', 'list_algorithms', 'plan_run', 'minimize']
+           'Algorithm', 'register', 'list_algorithms', 'check_request', 'plan_run', 'minimize']
 
 # %% ../nbs/30_minimize.ipynb #a12035c3
 class InsufficientDataError(ValueError):
@@ -419,6 +419,18 @@ def _unit_ledger(problem, plan, alg, rng):
     oracle, _ = alg.build(problem, unit, rng)
     return oracle.releases(plan.T)
 
+def check_request(algorithm:str, epsilon=None, delta=None, alpha=None, beta=None, **overrides):
+    "The request alone, before any problem or data exists: a known algorithm, its privacy target, positive alpha and beta, known overrides."
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"Unknown algorithm {algorithm!r}. Available: {', '.join(ALGORITHMS)}.")
+    alg = ALGORITHMS[algorithm]
+    if alg.private:
+        if epsilon is None or delta is None: raise ValueError(f"{algorithm} is private: give epsilon > 0 and delta in (0, 1).")
+        _check_positive("epsilon", epsilon); _check_delta(delta)
+    for name, v in (("alpha", alpha), ("beta", beta)):
+        if v is not None: _check_positive(name, v)
+    _split_overrides(alg.recipe, overrides)
+
 def plan_run(problem, # a `Problem` (its data, dim and L are used)
              algorithm:str="klt-single-pass", # a name from `list_algorithms()`
              epsilon:float|None=None, delta:float|None=None, # the privacy target (ignored by non-private algorithms)
@@ -428,12 +440,12 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
              **overrides, # recipe constants or plan fields
             ) -> Plan:
     "The plan `minimize` would run: validated, overridden and priced, without reading the data."
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"Unknown algorithm {algorithm!r}. Available: {', '.join(ALGORITHMS)}.")
+    check_request(algorithm, epsilon, delta, alpha, beta, **overrides)
     alg = ALGORITHMS[algorithm]
     if alg.private:
-        if epsilon is None or delta is None: raise ValueError(f"{algorithm} is private: give epsilon > 0 and delta in (0, 1).")
-        _check_positive("epsilon", epsilon); _check_delta(delta)
+        if delta >= 1 / max(len(problem.data), 1):
+            warnings.warn(f"delta = {delta:g} is not below 1/n = {1 / len(problem.data):.3g}: (epsilon, delta)-DP with delta >= 1/n permits "
+                          "releasing a few samples outright. Use delta well below 1/n (e.g. 1/n^2 or 1e-6).", stacklevel=3)
     Phi = float(Phi if Phi is not None else getattr(problem, "Phi", 1.0))
     if alpha is None and alg.stationarity == "goldstein": alpha = 0.1 * Phi / problem.L   # smooth-loss recipes choose their own target
     consts, fields = _split_overrides(alg.recipe, overrides)
@@ -452,6 +464,13 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
     return plan
 
 # %% ../nbs/30_minimize.ipynb #7dedb614
+def _check_x0(x0, d:int):
+    "A user's starting point: a finite vector of the problem's dimension."
+    x = np.asarray(to_numpy(x0) if hasattr(x0, "get") else x0, dtype=float)
+    if x.shape != (d,): raise ValueError(f"`x0` must have shape ({d},), the problem's dimension. Found shape {x.shape}.")
+    if not np.all(np.isfinite(x)): raise ValueError(f"`x0` contains NaN or inf (first at index {int(np.argmin(np.isfinite(x)))}). Start from a finite point.")
+    return asarray(x)
+
 def _check_data(problem):
     "NaN or inf in the data would poison every release: refuse them (after the budget check, before any noise is drawn)."
     from dpnotebooks.problems import _check_finite
@@ -475,9 +494,11 @@ def minimize(problem, # a `Problem` with its data
             ) -> Result:
     "Plan, price, refuse or run a registered algorithm; returns a `Result` with the point and its privacy report."
     t0 = time.perf_counter()
+    from dpnotebooks.problems import check_loss
+    check_loss(problem)                                   # shapes, on a zero batch: no data read, nothing spent
     plan = plan_run(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, **overrides)
     alg, rng = ALGORITHMS[algorithm], make_rng(seed)
-    x0 = problem.x0 if x0 is None else x0
+    x0 = problem.x0 if x0 is None else _check_x0(x0, problem.dim)
     if alg.run is not None:
         return alg.run(problem, plan, rng, seed, x0, progress, t0)
     oracle, access = alg.build(problem, plan, rng)

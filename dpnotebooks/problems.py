@@ -14,12 +14,16 @@ from .backend import get_xp, asarray, to_numpy, make_rng
 # %% auto #0
 __all__ = ['PROBLEMS', 'Dataset', 'normalize_rows', 'load_sklearn', 'load_file', 'check_points', 'Problem', 'LinearModel',
            'RobustRegression', 'PhaseRetrieval', 'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle',
-           'list_problems', 'get_problem']
+           'list_problems', 'get_problem', 'check_loss']
 
 # %% ../nbs/04_problems.ipynb #a8508abd
 class Dataset:
     "Features `A` (n, p) and targets `y` (n,) on the active backend; indexing returns a sub-`Dataset`."
     def __init__(self, A, y, name:str="data"):
+        for what, v in (("features A", A), ("targets y", y)):
+            kind = getattr(np.asarray(v) if not hasattr(v, "dtype") else v, "dtype", None)
+            if kind is not None and np.dtype(str(kind)).kind not in "biuf":
+                raise ValueError(f"Dataset {what} must be numeric (int or float). Found dtype {kind}: convert or encode the column first.")
         self.A, self.y, self.name = asarray(A), asarray(y), name
         if self.A.ndim != 2: raise ValueError(f"Dataset features must be a 2-D array (n, p). Found shape {tuple(self.A.shape)}.")
         if self.y.shape != (self.A.shape[0],):
@@ -66,6 +70,23 @@ def load_sklearn(name:str, # 'breast-cancer' or 'digits'
     return Dataset(normalize_rows(X), _labels(t, labels), name)
 
 # %% ../nbs/04_problems.ipynb #30452485
+def _read_csv(path:Path) -> np.ndarray:
+    "Rows of numbers from a .csv: an optional header line, then equally long rows; a bad row is named, never skipped."
+    lines = [(i, l) for i, l in enumerate(path.read_text().splitlines(), 1) if l.strip()]
+    def parse(i, l):
+        try: return [float(v) for v in l.split(",")]
+        except ValueError: raise ValueError(f"{path.name}, line {i}: {l[:60]!r} is not a row of comma-separated numbers. Fix or remove it.") from None
+    if lines:
+        try: parse(*lines[0])
+        except ValueError: lines = lines[1:]                                 # a header line
+    if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, the last column being y.")
+    rows = [parse(i, l) for i, l in lines]
+    width = len(rows[0])
+    for (i, l), r in zip(lines, rows):
+        if len(r) != width: raise ValueError(f"{path.name}, line {i}: {len(r)} columns where the first row has {width}. Every row needs the same columns.")
+    if width < 2: raise ValueError(f"{path.name} has one column: it needs features and a last column y.")
+    return np.asarray(rows, dtype=float)
+
 def load_file(path:str|Path, # a .npz with arrays X and y, or a .csv whose last column is y
               max_norm:float=1.0, # rows are projected into the ball of this radius
              ) -> Dataset:
@@ -77,8 +98,7 @@ def load_file(path:str|Path, # a .npz with arrays X and y, or a .csv whose last 
             if "X" not in f or "y" not in f: raise ValueError(f"{path.name} must contain arrays 'X' and 'y'. Found {sorted(f.keys())}.")
             X, y = np.asarray(f["X"], float), np.asarray(f["y"], float)
     elif path.suffix == ".csv":
-        try: M = np.loadtxt(path, delimiter=",", ndmin=2)
-        except ValueError: M = np.loadtxt(path, delimiter=",", ndmin=2, skiprows=1)
+        M = _read_csv(path)
         X, y = M[:, :-1], M[:, -1]
     else: raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (last column y).")
     if X.ndim != 2 or y.shape != (X.shape[0],): raise ValueError(f"{path.name}: X must be (n, p) and y (n,). Found {X.shape} and {y.shape}.")
@@ -103,6 +123,10 @@ class Problem:
     summary = ""
     convex = smooth = False
     def __init__(self, data:Dataset, dim:int, L:float, x0, smoothness=None, hessian_lipschitz=None):
+        if not isinstance(data, Dataset): raise TypeError(f"`data` must be a `Dataset` (features A (n, p), targets y (n,)). Found {type(data).__name__}.")
+        if len(data) == 0: raise ValueError("The dataset is empty (n = 0): a private run needs samples. Check the file or the filter that built it.")
+        if not (isinstance(L, (int, float, np.integer, np.floating)) and math.isfinite(L) and L > 0):
+            raise ValueError(f"The declared Lipschitz constant `L` must be a positive finite number. Found {L!r}.")
         self.data, self.dim, self.L = data, int(dim), float(L)
         self.smoothness, self.hessian_lipschitz = smoothness, hessian_lipschitz
         self.x0 = check_points(asarray(x0)[None], self.dim, "x0")[0]
@@ -401,3 +425,21 @@ def get_problem(name:str, # a name from `list_problems()`
     ds = _load_data(P, data, n, d, seed, outlier_fraction, **kwargs)
     if P in (PhaseRetrieval, ReluNet): kwargs.setdefault("seed", seed)
     return P(ds, **kwargs)
+
+# %% ../nbs/04_problems.ipynb #3286d816
+def check_loss(problem:Problem, b:int=2, k:int=3):
+    "Check the shapes `value_each` (b, k), `value` (k, b) and `grad_each` (b, k, d) return on a zero batch (never the user's data)."
+    xp, d = get_xp(), problem.dim
+    probe = Dataset(xp.zeros((b, problem.data.A.shape[1])), xp.zeros(b), "probe")
+    X = problem.x0[None, None, :] + 0.01 * xp.arange(b * k * d, dtype=float).reshape(b, k, d) / (b * k * d)
+    checks = [("value_each", lambda: problem.value_each(X, probe), (b, k)), ("value", lambda: problem.value(X[0], probe), (k, b))]
+    if hasattr(problem, "grad_each"): checks.append(("grad_each", lambda: problem.grad_each(X, probe), (b, k, d)))
+    for name, f, want in checks:
+        try: out = f()
+        except Exception as err:
+            raise ValueError(f"{type(problem).__name__}.{name} failed on a probe of {b} samples and {k} points in R^{d}: {err}. "
+                             f"It must return shape {want}.") from err
+        if tuple(getattr(out, "shape", ())) != want:
+            raise ValueError(f"{type(problem).__name__}.{name} returned shape {tuple(getattr(out, 'shape', ()))} on {b} samples and {k} points "
+                             f"in R^{d}; it must return {want} (one entry per sample and point). Vectorize the loss over both axes.")
+    return True
