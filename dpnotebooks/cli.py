@@ -19,6 +19,7 @@ import dpnotebooks.audit_smooth  # registers the ABGGMU audits (abggmu-spider, -
 import dpnotebooks.audit_sosp  # registers the lt-sosp audits (lt-sosp, lt-sosp-tree)
 from .minimize import minimize, list_algorithms, check_request, ALGORITHMS as REGISTRY, InsufficientDataError
 from .ledger import BudgetExceededError
+from .o2nc import RunStopped
 
 # %% auto #0
 __all__ = ['ALGORITHMS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'evaluate', 'run_algorithm', 'format_run', 'cmd_run', 'run_demo',
@@ -380,5 +381,5 @@ def main(argv=None) -> int:
     try:
         if args.backend: set_backend(args.backend)
         return args.func(args)
-    except (ValueError, FileNotFoundError, BackendUnavailableError, BudgetExceededError, InsufficientDataError) as err:
+    except (ValueError, FileNotFoundError, BackendUnavailableError, BudgetExceededError, InsufficientDataError, RunStopped) as err:
         print(f"dpnb: error: {err}", file=sys.stderr); return 2

@@ -14,13 +14,14 @@ from .privacy import (calibrate_tree, calibrate_gaussian, dp_to_zcdp, tree_level
 from .ledger import Ledger, Release, Result, check_budget, BudgetExceededError
 from .smoothing import smoothing_constant
 from .streams import DataStream, MultiPassView
-from .o2nc import o2nc, periodic_samples
+from .o2nc import o2nc, periodic_samples, RunStopped
 
 # %% auto #0
-__all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'InsufficientDataError', 'Plan', 'n_for_rate',
-           'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate', 'klt_single_pass_recipe', 'klt_multi_pass_rate',
-           'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate', 'ztc_recipe', 'naive_rate', 'naive_recipe', 'dpsgd_recipe',
-           'Algorithm', 'register', 'list_algorithms', 'check_request', 'plan_run', 'minimize']
+__all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'CLIP_WARN_ABOVE', 'InsufficientDataError', 'Plan',
+           'n_for_rate', 'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate', 'klt_single_pass_recipe',
+           'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate', 'ztc_recipe', 'naive_rate',
+           'naive_recipe', 'dpsgd_recipe', 'Algorithm', 'register', 'list_algorithms', 'check_request', 'plan_run',
+           'minimize']
 
 # %% ../nbs/30_minimize.ipynb #a12035c3
 class InsufficientDataError(ValueError):
@@ -479,6 +480,17 @@ def _check_data(problem):
 def _nonprivate_ledger() -> Ledger:
     return Ledger((Release("nonprivate", 0.0, 0.0, 1, "all", "output computed without noise: NOT private"),))
 
+CLIP_WARN_ABOVE = 0.1   # a run that clipped more than this fraction of its per-sample quantities warns
+
+def _warn_clipping(res, algorithm:str, L:float):
+    "Out-of-spec losses: clipping keeps the guarantee, the result reports the fraction, and a large one warns."
+    if res.clipped_fraction > CLIP_WARN_ABOVE:
+        from dpnotebooks.clipping import ClippingWarning
+        warnings.warn(f"{algorithm}: clipping fired on {res.clipped_fraction:.1%} of the per-sample quantities, so the declared L = {L:g} is "
+                      "probably too small for this loss or data. The privacy guarantee holds (sensitivity is enforced by clipping), but the "
+                      "estimates are biased: check L, or scale the data rows into the unit ball.", ClippingWarning, stacklevel=3)
+    return res
+
 def minimize(problem, # a `Problem` with its data
              algorithm:str="klt-single-pass", # a name from `list_algorithms()`
              epsilon:float|None=None, # target ε > 0
@@ -500,7 +512,7 @@ def minimize(problem, # a `Problem` with its data
     alg, rng = ALGORITHMS[algorithm], make_rng(seed)
     x0 = problem.x0 if x0 is None else _check_x0(x0, problem.dim)
     if alg.run is not None:
-        return alg.run(problem, plan, rng, seed, x0, progress, t0)
+        return _warn_clipping(alg.run(problem, plan, rng, seed, x0, progress, t0), algorithm, problem.L)
     oracle, access = alg.build(problem, plan, rng)
     ledger = oracle.releases(plan.T) if alg.private else _nonprivate_ledger()
     if alg.private: check_budget(ledger, plan.epsilon, plan.delta, accountant)     # refuse before any data is read
@@ -509,12 +521,19 @@ def minimize(problem, # a `Problem` with its data
     if alg.access == "single-pass" and need > len(problem.data):
         raise InsufficientDataError(f"{algorithm}: the plan reads {need} distinct samples but the data have {len(problem.data)}. "
                                     "Use more data or fewer steps (T).")
-    out = o2nc(oracle, x0, plan.T, plan.D, plan.eta, plan.M, rng=rng.child(DRIVER_STREAM),
-               restart_every=plan.period if plan.restart else None, progress=progress)
+    try:
+        out = o2nc(oracle, x0, plan.T, plan.D, plan.eta, plan.M, rng=rng.child(DRIVER_STREAM),
+                   restart_every=plan.period if plan.restart else None, progress=progress)
+    except RunStopped as stop:                           # a fault mid-run: report what was released, then stop
+        stop.algorithm = algorithm
+        stop.ledger = oracle.releases(stop.step) if alg.private else _nonprivate_ledger()
+        stop.epsilon_spent = stop.ledger.spent(plan.delta, accountant) if alg.private else None
+        raise
     used = access.samples_used if isinstance(access, DataStream) else int((access.uses > 0).sum())
     trace = dict(algorithm=algorithm, plan=plan, block_means=out.block_means, block_index=out.block_index, chosen=out.chosen, g_norms=out.g_norms, x_last=out.x_last)
-    return Result(out.x_out, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
-                  rng.seeded, seed, accountant, used, access.max_uses, oracle.clip.fraction, trace, time.perf_counter() - t0)
+    return _warn_clipping(Result(out.x_out, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
+                                 rng.seeded, seed, accountant, used, access.max_uses, oracle.clip.fraction, trace, time.perf_counter() - t0),
+                          algorithm, problem.L)
 
 def _dpsgd_unit_ledger(plan) -> Ledger:
     from dpnotebooks.dpsgd import dpsgd_releases

@@ -15,7 +15,7 @@ from .clipping import ClipCounter
 
 # %% auto #0
 __all__ = ['O2NC_STREAM', 'period_position', 'Oracle', 'periodic_samples', 'TreeOracle', 'ExactOracle', 'clip_ball',
-           'ProjectedOGD', 'O2NCOutput', 'o2nc']
+           'ProjectedOGD', 'O2NCOutput', 'RunStopped', 'o2nc']
 
 # %% ../nbs/10_o2nc.ipynb #24ed6eff
 def period_position(t:int, # global step t ≥ 1
@@ -121,6 +121,18 @@ def _check_o2nc_args(T, D, eta, M, restart_every):
 # %% ../nbs/10_o2nc.ipynb #a515aa22
 O2NC_STREAM = 0x6f32  # first key of the driver's own streams (s_t and the output choice), apart from the oracle's
 
+class RunStopped(RuntimeError):
+    "A run stopped by a fault mid-run: the step, the last good iterate, why, and (filled in by `minimize`) what was released so far."
+    def __init__(self, step:int, x, reason:str, ledger=None, epsilon_spent:float|None=None, algorithm:str|None=None):
+        super().__init__(step, reason)
+        self.step, self.x, self.reason, self.ledger, self.epsilon_spent, self.algorithm = step, x, reason, ledger, epsilon_spent, algorithm
+    def __str__(self):
+        head = f"{self.algorithm + ': ' if self.algorithm else ''}the run stopped at step {self.step}: {self.reason}."
+        spent = ("" if self.epsilon_spent is None else
+                 f" Privacy spent by the releases made so far: epsilon = {self.epsilon_spent:.4g} (their ledger is `err.ledger`); "
+                 "nothing more is released.")
+        return head + spent + " The last good iterate is `err.x`. Fix the loss (it must be finite on the whole domain) and run again."
+
 def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
          x0, # initial point, shape (d,)
          T:int, # number of steps (oracle calls)
@@ -156,9 +168,12 @@ def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
         if restart_every is not None and (t - 1) % restart_every == 0: Delta = learner.init(d)
         z = x + S[t - 1] * Delta                         # z_t = x_{t−1} + s_t Δ_t
         x = x + Delta                                    # x_t = x_{t−1} + Δ_t
-        g = asarray(oracle(z, t))
+        try: g = asarray(oracle(z, t))
+        except Exception as err:
+            raise RunStopped(t, to_numpy(x), f"the loss or oracle raised {type(err).__name__}: {err}") from err
         if g.shape != (d,) or not bool(xp.all(xp.isfinite(g))):
-            raise FloatingPointError(f"The oracle returned a non-finite or wrongly shaped value at step {t} (shape {tuple(g.shape)}).")
+            raise RunStopped(t, to_numpy(x), f"the oracle returned a non-finite or wrongly shaped value (shape {tuple(g.shape)}): "
+                                             "the loss produced NaN or inf")
         blk = (t - 1) // M
         if blk < K:
             if blk % stride == 0: sums[blk // stride] += z

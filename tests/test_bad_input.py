@@ -38,3 +38,57 @@ def test_dpnb_run_bad_csv(tmp_path, capsys):
 def test_dpnb_run_unknown_algorithm(capsys):
     assert main(["run", "sgd", "--epsilon", "1", "--delta", "1e-6", "--quiet"]) == 2
     assert "Unknown algorithm 'sgd'" in capsys.readouterr().err
+
+@pytest.mark.parametrize("algorithm", ["dp-sgd", "klt-first-order"])
+def test_out_of_spec_loss_warns_and_keeps_the_guarantee(algorithm):
+    "Rows 3x too long for the declared L = 1: clipping fires, the run warns, and its ledger is the honest run's."
+    import numpy as np
+    from dpnotebooks.clipping import ClippingWarning
+    from dpnotebooks.minimize import minimize
+    from dpnotebooks.problems import Dataset, RobustRegression, get_problem
+    p = get_problem("robust-regression", n=20000, d=4, seed=0)
+    wrong = RobustRegression(Dataset(3 * p.data.A, p.data.y))
+    with pytest.warns(ClippingWarning, match="declared L = 1"):
+        r = minimize(wrong, algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0)
+    honest = minimize(p, algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0)
+    assert r.clipped_fraction > 0.1 and r.ledger.to_dicts() == honest.ledger.to_dicts() and r.epsilon_spent <= 1.0 + 1e-9
+    assert np.all(np.isfinite(r.x))
+
+class _Flaky(__import__("dpnotebooks.problems", fromlist=["RobustRegression"]).RobustRegression):
+    "robust-regression whose loss turns NaN (or raises) after `after` evaluations: a fault mid-run."
+    def __init__(self, data, after, mode):
+        super().__init__(data); self.calls, self.after, self.mode = 0, after, mode
+    def psi(self, t, y):
+        self.calls += 1
+        if self.calls > self.after:
+            if self.mode == "raise": raise ZeroDivisionError("the user's loss divided by zero")
+            return t * float("nan")
+        return super().psi(t, y)
+
+@pytest.mark.parametrize("mode,says", [("nan", "NaN or inf"), ("raise", "ZeroDivisionError")])
+@pytest.mark.parametrize("algorithm", ["klt-single-pass", "ztc"])
+def test_a_fault_mid_run_stops_with_what_was_spent(algorithm, mode, says):
+    "The run stops at the faulty step with a clear error, the last good iterate, and the ledger of what it released so far."
+    import numpy as np
+    from dpnotebooks.minimize import minimize, plan_run
+    from dpnotebooks.o2nc import RunStopped
+    from dpnotebooks.problems import get_problem
+    p = get_problem("robust-regression", n=20000, d=4, seed=0)
+    flaky = _Flaky(p.data, after=60, mode=mode)
+    with pytest.raises(RunStopped) as info:
+        minimize(flaky, algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0)
+    err = info.value
+    T = plan_run(p, algorithm, 1.0, 1e-6, 0.1).T
+    assert 1 < err.step < T and says in str(err) and f"step {err.step}" in str(err) and algorithm in str(err)
+    assert err.ledger is not None and len(err.ledger.to_dicts()) >= 1 and 0 < err.epsilon_spent <= 1.0 + 1e-9
+    assert "epsilon = " in str(err) and np.all(np.isfinite(err.x)) and err.x.shape == (4,)
+
+def test_dpnb_reports_a_fault_mid_run(tmp_path, capsys, monkeypatch):
+    "Through the CLI the same fault is a one-line error and exit status 2, not a traceback."
+    import dpnotebooks.cli as cli
+    from dpnotebooks.problems import get_problem
+    real = cli.get_problem
+    monkeypatch.setattr(cli, "get_problem", lambda *a, **k: _Flaky(real(*a, **k).data, after=60, mode="nan"))
+    assert main(["run", "klt-single-pass", "--n", "20000", "--d", "4", "--epsilon", "1", "--delta", "1e-6", "--alpha", "0.1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "the run stopped at step" in err and "Privacy spent" in err
