@@ -13,7 +13,7 @@ from .backend import get_xp, asarray, to_numpy
 from .smoothing import two_point_differences, shifted_differences, zo_from_differences
 
 # %% auto #0
-__all__ = ['Clipped', 'clip_values', 'clip_rows', 'ClippingWarning', 'ClipCounter', 'zo_two_point_clipped',
+__all__ = ['Clipped', 'clip_values', 'clip_rows', 'ClippingWarning', 'ClipCounter', 'warn_clipping', 'zo_two_point_clipped',
            'zo_difference_clipped', 'fo_grad_clipped']
 
 # %% ../nbs/01b_clipping.ipynb #9db3daf6
@@ -61,11 +61,19 @@ class ClipCounter(NamedTuple):
     def fraction(self) -> float: return self.clipped / self.total if self.total else 0.0
     def check(self, warn_above:float=0.01, what:str="values") -> "ClipCounter":
         "Warn (ClippingWarning) if more than `warn_above` of the entries were clipped; returns self."
-        if self.fraction > warn_above:
-            warnings.warn(f"Clipping fired on {self.fraction:.1%} of {self.total} {what}: the declared Lipschitz constant L is "
-                          "probably too small for this loss. The privacy guarantee still holds (sensitivity is enforced), "
-                          "but the estimates are biased; check L or the data normalization.", ClippingWarning, stacklevel=2)
+        warn_clipping(self.fraction, warn_above, f"{self.total} {what}", stacklevel=3)
         return self
+
+def warn_clipping(fraction:float, # the share of per-sample quantities the clip changed
+                  warn_above:float, # warn when `fraction` exceeds this
+                  what:str="values", # what was clipped (for the message)
+                  L:float|None=None, # the declared Lipschitz constant, if known
+                  stacklevel:int=2):
+    "Warn (ClippingWarning) that clipping fired often: the declared L is probably too small; the guarantee still holds."
+    if fraction > warn_above:
+        warnings.warn(f"Clipping fired on {fraction:.1%} of {what}: the declared Lipschitz constant{'' if L is None else f' L = {L:g}'} is "
+                      "probably too small for this loss or data. The privacy guarantee still holds (sensitivity is enforced by clipping), "
+                      "but the estimates are biased: check L, or scale the data rows into the unit ball.", ClippingWarning, stacklevel=stacklevel + 1)
 
 # %% ../nbs/01b_clipping.ipynb #d9e0b555
 def zo_two_point_clipped(problem, # a `Problem`

@@ -484,11 +484,8 @@ CLIP_WARN_ABOVE = 0.1   # a run that clipped more than this fraction of its per-
 
 def _warn_clipping(res, algorithm:str, L:float):
     "Out-of-spec losses: clipping keeps the guarantee, the result reports the fraction, and a large one warns."
-    if res.clipped_fraction > CLIP_WARN_ABOVE:
-        from dpnotebooks.clipping import ClippingWarning
-        warnings.warn(f"{algorithm}: clipping fired on {res.clipped_fraction:.1%} of the per-sample quantities, so the declared L = {L:g} is "
-                      "probably too small for this loss or data. The privacy guarantee holds (sensitivity is enforced by clipping), but the "
-                      "estimates are biased: check L, or scale the data rows into the unit ball.", ClippingWarning, stacklevel=3)
+    from dpnotebooks.clipping import warn_clipping
+    warn_clipping(res.clipped_fraction, CLIP_WARN_ABOVE, f"{algorithm}'s per-sample quantities", L=L, stacklevel=3)
     return res
 
 def minimize(problem, # a `Problem` with its data
