@@ -508,8 +508,16 @@ def minimize(problem, # a `Problem` with its data
     plan = plan_run(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, **overrides)
     alg, rng = ALGORITHMS[algorithm], make_rng(seed)
     x0 = problem.x0 if x0 is None else _check_x0(x0, problem.dim)
-    if alg.run is not None:
-        return _warn_clipping(alg.run(problem, plan, rng, seed, x0, progress, t0), algorithm, problem.L)
+    if alg.run is not None:                              # own loops: a fault raises, a NaN output never comes back silently
+        try: res = alg.run(problem, plan, rng, seed, x0, progress, t0)
+        except (ValueError, TypeError, InsufficientDataError, BudgetExceededError): raise       # refusals and bad input
+        except Exception as err:
+            raise RunStopped(None, None, f"the loss or the algorithm raised {type(err).__name__}: {err}", algorithm=algorithm,
+                             epsilon_spent=plan.epsilon if alg.private else None, at_most=True) from err
+        if not np.all(np.isfinite(to_numpy(res.x))):
+            raise RunStopped(None, None, "the output is NaN or inf: the loss produced non-finite values during the run", ledger=res.ledger,
+                             epsilon_spent=res.epsilon_spent if alg.private else None, algorithm=algorithm)
+        return _warn_clipping(res, algorithm, problem.L)
     oracle, access = alg.build(problem, plan, rng)
     ledger = oracle.releases(plan.T) if alg.private else _nonprivate_ledger()
     if alg.private: check_budget(ledger, plan.epsilon, plan.delta, accountant)     # refuse before any data is read

@@ -123,15 +123,20 @@ O2NC_STREAM = 0x6f32  # first key of the driver's own streams (s_t and the outpu
 
 class RunStopped(RuntimeError):
     "A run stopped by a fault mid-run: the step, the last good iterate, why, and (filled in by `minimize`) what was released so far."
-    def __init__(self, step:int, x, reason:str, ledger=None, epsilon_spent:float|None=None, algorithm:str|None=None):
+    def __init__(self, step:int|None, x, reason:str, ledger=None, epsilon_spent:float|None=None, algorithm:str|None=None,
+                 at_most:bool=False): # at_most: `epsilon_spent` bounds the releases made (the plan's whole budget), step unknown
         super().__init__(step, reason)
         self.step, self.x, self.reason, self.ledger, self.epsilon_spent, self.algorithm = step, x, reason, ledger, epsilon_spent, algorithm
+        self.at_most = at_most
     def __str__(self):
-        head = f"{self.algorithm + ': ' if self.algorithm else ''}the run stopped at step {self.step}: {self.reason}."
-        spent = ("" if self.epsilon_spent is None else
-                 f" Privacy spent by the releases made so far: epsilon = {self.epsilon_spent:.4g} (their ledger is `err.ledger`); "
-                 "nothing more is released.")
-        return head + spent + " The last good iterate is `err.x`. Fix the loss (it must be finite on the whole domain) and run again."
+        where = f" at step {self.step}" if self.step is not None else ""
+        head = f"{self.algorithm + ': ' if self.algorithm else ''}the run stopped{where}: {self.reason}."
+        if self.epsilon_spent is None: spent = ""
+        elif self.at_most: spent = f" Privacy spent: at most epsilon = {self.epsilon_spent:.4g}, the plan's budget; nothing more is released."
+        else: spent = (f" Privacy spent by the releases made so far: epsilon = {self.epsilon_spent:.4g} (their ledger is `err.ledger`); "
+                       "nothing more is released.")
+        last = " The last good iterate is `err.x`." if self.x is not None else ""
+        return head + spent + last + " Fix the loss (it must be finite on the whole domain) and run again."
 
 def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
          x0, # initial point, shape (d,)

@@ -92,3 +92,28 @@ def test_dpnb_reports_a_fault_mid_run(tmp_path, capsys, monkeypatch):
     assert main(["run", "klt-single-pass", "--n", "20000", "--d", "4", "--epsilon", "1", "--delta", "1e-6", "--alpha", "0.1", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "the run stopped at step" in err and "Privacy spent" in err
+
+class _FlakyGrad(__import__("dpnotebooks.problems", fromlist=["Logistic"]).Logistic):
+    "logistic whose gradient turns NaN (or raises) after 20 evaluations: a fault in an algorithm with its own loop."
+    def __init__(self, data, mode):
+        super().__init__(data); self.calls, self.mode = 0, mode
+    def dpsi(self, t, y):
+        self.calls += 1
+        if self.calls > 20:
+            if self.mode == "raise": raise ZeroDivisionError("the user's gradient divided by zero")
+            return super().dpsi(t, y) * float("nan")
+        return super().dpsi(t, y)
+
+@pytest.mark.parametrize("mode,says", [("nan", "NaN or inf"), ("raise", "ZeroDivisionError")])
+@pytest.mark.parametrize("algorithm", ["dp-sgd", "abggmu-convex", "abggmu-tree-spider"])
+def test_own_loop_algorithms_never_return_nan_silently(algorithm, mode, says):
+    "A gradient that turns NaN used to give a NaN output with no error; now the run stops with the reason and what it spent."
+    from dpnotebooks.minimize import minimize
+    from dpnotebooks.o2nc import RunStopped
+    from dpnotebooks.problems import get_problem
+    import dpnotebooks.smooth_algorithms
+    p = get_problem("logistic", n=20000, d=4, seed=0)
+    with pytest.raises(RunStopped) as info:
+        minimize(_FlakyGrad(p.data, mode), algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0)
+    err = info.value
+    assert says in str(err) and algorithm in str(err) and 0 < err.epsilon_spent <= 1.0 + 1e-9 and "Privacy spent" in str(err)
