@@ -95,3 +95,16 @@ def test_math_and_figures_render(site, browser):
     assert _load(browser, site / "index.html")
     browser.save_screenshot(str(site / "screenshot-index.png"))
     for shot in ("screenshot-index.png", "screenshot-21_sosp.png"): assert (site / shot).stat().st_size > 10_000
+
+def test_build_never_runs_export_cells(tmp_path):
+    "Like nbdev-test, the site build skips `nbdev_export()` cells: notebooks built in parallel must not race on the package files."
+    import importlib.util, nbformat
+    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
+    bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
+                                         nbformat.v4.new_code_cell("import nbdev; nbdev.nbdev_export(); raise SystemExit('export ran')"),
+                                         nbformat.v4.new_code_cell("print(x + 1)")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "python3", "language": "python"}
+    out = bs.execute(nb, tmp_path / "t.ipynb")
+    assert "nbdev_export()" in out.cells[1].source and out.cells[1].outputs == []
+    assert out.cells[2].outputs[0]["text"] == "2\n"

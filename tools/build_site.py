@@ -3,7 +3,7 @@
 Quarto (what `nbdev-docs` uses) cannot be installed on every machine, so this script builds the same pages with nbconvert:
 
 - notebooks in sidebar order: index first, then the numbered notebooks;
-- every notebook executed in nbs/ (cells marked `#| slow` or `#| eval: false` are shown but not run);
+- every notebook executed in nbs/ (cells marked `#| slow` or `#| eval: false`, and `nbdev_export()` cells, are not run);
 - nbdev's directives applied: `#| hide` cells and `#| default_exp` dropped, `#| echo: false` hides the input,
   `#| output: false` the output, directive lines removed, and a `show_doc` block after every exported symbol;
 - figures inline (base64), math by a local MathJax (the `jupyter-server-mathjax` package, no CDN),
@@ -73,13 +73,14 @@ def show_doc_markdown(module: str, name: str) -> str | None:
 
 
 def execute(nb, path: Path):
-    "Run the notebook in nbs/ with nbclient; slow and eval-false cells are skipped (their source kept)."
+    "Run the notebook in nbs/ with nbclient; slow, eval-false and `nbdev_export()` cells are skipped (their source kept)."
     from nbclient import NotebookClient
     saved = {}
     for i, c in enumerate(nb.cells):
         if c.cell_type == "code":
             d = directives(c.source)
-            if "slow" in d or d.get("eval") == "false":
+            # like nbdev-test: never run a notebook's `nbdev_export()` cell (two notebooks exporting at once race on the package files)
+            if "slow" in d or d.get("eval") == "false" or "nbdev_export(" in c.source:
                 saved[i], c.source = c.source, "pass"
     NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     for i, src in saved.items():
