@@ -27,15 +27,19 @@ def two_point_differences(problem, # a `Problem` (needs `value_each`)
                           batch, # a `Dataset` of b samples
                           U, # directions on the unit sphere, shape (b, m, d)
                           alpha:float, # smoothing radius α
+                          x_prev=None, # optional second point: return D(x) − D(x_prev) over the same directions
                          ):
-    "f(x + αu_ij; ξ_i) − f(x − αu_ij; ξ_i) for every sample i and direction j: shape (b, m)."
+    "f(x + αu_ij; ξ_i) − f(x − αu_ij; ξ_i) for every sample i and direction j: shape (b, m); with `x_prev`, its change from x_prev."
     xp = get_xp(); m = U.shape[1]
     if getattr(problem, "margins", False):                            # opt-in for linear models: ψ(<a,x> ± α<a,u>, y)
-        A = batch.A; t = (A @ asarray(x))[:, None]; s = alpha * xp.einsum("bmd,bd->bm", U, A); y = batch.y[:, None]
-        return problem.psi(t + s, y) - problem.psi(t - s, y)
-    P = asarray(x) + alpha * xp.concatenate([U, -U], axis=1)          # (b, 2m, d)
-    V = problem.value_each(P, batch)
-    return V[:, :m] - V[:, m:]
+        A, y = batch.A, batch.y[:, None]
+        s = alpha * xp.einsum("bmd,bd->bm", U, A)                     # one product with the data, shared by both points
+        def D(p): t = (A @ asarray(p))[:, None]; return problem.psi(t + s, y) - problem.psi(t - s, y)
+        return D(x) if x_prev is None else D(x) - D(x_prev)
+    def D(p):
+        V = problem.value_each(asarray(p) + alpha * xp.concatenate([U, -U], axis=1), batch)   # (b, 2m) values at the 2m points
+        return V[:, :m] - V[:, m:]
+    return D(x) if x_prev is None else D(x) - D(x_prev)
 
 # %% ../nbs/03_smoothing.ipynb #2213113d
 def zo_from_differences(D, # function differences, shape (b, m)

@@ -36,13 +36,12 @@ def _zo_blocks(problem, z, batch, alpha:float, m:int, rng, chunk:int, z_prev=Non
         part, G = batch[lo:lo + bs], 0.0
         for j, mlo in enumerate(range(0, m, ms)):
             U = rng.child(i, j).sphere((len(part), min(ms, m - mlo)), d)
-            Dz = two_point_differences(problem, z, part, U, alpha)              # f(z + αu) − f(z − αu): (b, k)
-            if z_prev is None: term = zo_from_differences(Dz, U, alpha)
-            elif directions == "shared":                                        # the same u at z_t and z_{t−1}
-                term = zo_from_differences(Dz - two_point_differences(problem, z_prev, part, U, alpha), U, alpha)
+            if z_prev is None or directions == "shared":                        # f(z ± αu) differences, or their change since z_{t−1}
+                term = zo_from_differences(two_point_differences(problem, z, part, U, alpha, x_prev=z_prev), U, alpha)
             else:                                                               # fresh directions at z_{t−1} (KLT)
                 V = rng.child(i, j, 1).sphere(U.shape[:2], d)
-                term = zo_from_differences(Dz, U, alpha) - zo_from_differences(two_point_differences(problem, z_prev, part, V, alpha), V, alpha)
+                term = (zo_from_differences(two_point_differences(problem, z, part, U, alpha), U, alpha)
+                        - zo_from_differences(two_point_differences(problem, z_prev, part, V, alpha), V, alpha))
             G = G + term * (U.shape[1] / m)                                     # blocks of directions are weighted by size
         yield G
 
