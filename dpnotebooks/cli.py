@@ -20,6 +20,7 @@ import dpnotebooks.audit_sosp  # registers the lt-sosp audits (lt-sosp, lt-sosp-
 from .minimize import minimize, list_algorithms, check_request, ALGORITHMS as REGISTRY, InsufficientDataError
 from .ledger import BudgetExceededError
 from .o2nc import RunStopped
+from .checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 
 # %% auto #0
 __all__ = ['ALGORITHMS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'evaluate', 'run_algorithm', 'format_run', 'cmd_run', 'run_demo',
@@ -59,13 +60,18 @@ def evaluate(problem, x, alpha:float, k:int=128, kind:str="goldstein") -> dict:
 def run_algorithm(algorithm:str, problem:str="robust-regression", n:int=20000, d:int=10,
                   epsilon:float|None=1.0, delta:float|None=1e-5, alpha:float|None=None, beta:float|None=None,
                   seed:int|None=None, data:str|None=None, data_seed:int=0, accountant:str="rdp",
-                  progress:bool=False, **overrides) -> dict:
-    "Run `algorithm` through `minimize` and return the JSON record of DESIGN.md's `dpnb run` contract."
+                  progress:bool=False, checkpoint:str|None=None, checkpoint_every:int|None=None, resume:bool=False,
+                  **overrides) -> dict:
+    "Run `algorithm` through `minimize` and return the JSON record of DESIGN.md's `dpnb run` contract (optionally checkpointed)."
     check_request(algorithm, epsilon, delta, alpha, beta, **overrides)   # the request alone: refused before any data is built
     if problem not in PROBLEMS: raise ValueError(f"Unknown problem {problem!r}. Available: {', '.join(PROBLEMS)}.")   # before any data is built
     p = get_problem(problem, n=n, d=d, seed=data_seed, data=data)
+    request = dict(algorithm=algorithm, problem=problem, n=n, d=d, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, seed=seed,
+                   data=str(Path(data).resolve()) if data and Path(data).exists() else data, data_seed=data_seed, accountant=accountant,
+                   backend=get_backend(), overrides=overrides)
     res = minimize(p, algorithm, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, seed=seed, accountant=accountant,
-                   progress=progress, **overrides)
+                   progress=progress, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                   checkpoint_info=dict(request=request), **overrides)
     plan = res.trace["plan"]
     kind = REGISTRY[algorithm].stationarity
     at0, at1 = evaluate(p, p.x0, plan.alpha, kind=kind), evaluate(p, res.x, plan.alpha, kind=kind)
@@ -80,7 +86,7 @@ def run_algorithm(algorithm:str, problem:str="robust-regression", n:int=20000, d
         stationarity=dict(kind=kind, radius=2 * plan.alpha if kind == "goldstein" else None, at_x0=at0["goldstein"], at_out=at1["goldstein"],
                           target_beta=plan.beta, predicted_rate=plan.rate, note="sampled certificate on the data (evaluation, not private)",
                           **(_sosp_block(res, at0, at1) if kind == "sosp" else {})),
-        clipped_fraction=res.clipped_fraction, seconds=res.seconds,
+        clipped_fraction=res.clipped_fraction, seconds=res.seconds, checkpoint=res.trace.get("checkpoint"),
         plan={k: v for k, v in plan._asdict().items()}))
 
 def _sosp_block(res, at0, at1) -> dict:
@@ -116,11 +122,30 @@ def _parse_overrides(items) -> dict:
         except json.JSONDecodeError: out[k] = v
     return out
 
+def _resume_request(args) -> dict:
+    "The run's arguments, read from the checkpoint `--resume PATH` (a positional algorithm, if given, must match)."
+    req = read_checkpoint(args.resume).meta.get("info", {}).get("request")
+    if req is None: raise CheckpointError(f"{args.resume} was not written by `dpnb run` (it holds no command line); resume it with `minimize(..., resume=True)`.")
+    if args.algorithm is not None and args.algorithm != req["algorithm"]:
+        raise CheckpointError(f"{args.resume} is a checkpoint of {req['algorithm']!r}, not {args.algorithm!r}. Drop the algorithm name or pass {req['algorithm']!r}.")
+    return req
+
 def cmd_run(args) -> int:
-    "Run one algorithm, print the summary, write the JSON record."
-    if args.backend_run: set_backend(args.backend_run)
-    r = run_algorithm(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.seed,
-                      args.data, args.data_seed, args.accountant, progress=not args.quiet, **_parse_overrides(args.set))
+    "Run one algorithm (or resume one with `--resume PATH`), print the summary, write the JSON record."
+    if args.resume:
+        if args.checkpoint and args.checkpoint != args.resume: raise ValueError("Give either --resume PATH (continue) or --checkpoint PATH (start), not both.")
+        req = _resume_request(args)
+        set_backend(req["backend"])
+        r = run_algorithm(req["algorithm"], req["problem"], req["n"], req["d"], req["epsilon"], req["delta"], req["alpha"], req["beta"],
+                          req["seed"], req["data"], req["data_seed"], req["accountant"], progress=not args.quiet, checkpoint=args.resume,
+                          checkpoint_every=args.checkpoint_every, resume=True, **req["overrides"])
+    else:
+        if args.algorithm is None: raise ValueError("`dpnb run` needs an algorithm name (see `dpnb list`), or --resume PATH to continue a checkpointed run.")
+        if args.checkpoint_every is not None and not args.checkpoint: raise ValueError("--checkpoint-every needs --checkpoint PATH.")
+        if args.backend_run: set_backend(args.backend_run)
+        r = run_algorithm(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.seed,
+                          args.data, args.data_seed, args.accountant, progress=not args.quiet, checkpoint=args.checkpoint,
+                          checkpoint_every=args.checkpoint_every, **_parse_overrides(args.set))
     print(format_run(r))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True); Path(args.out).write_text(json.dumps(r, indent=1))
@@ -300,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_demo)
     r = sub.add_parser("run", help="run one algorithm and write its JSON result")
-    r.add_argument("algorithm", help="a name from `dpnb list`")
+    r.add_argument("algorithm", nargs="?", default=None, help="a name from `dpnb list` (omit with --resume)")
     r.add_argument("--problem", default="robust-regression", help="problem name (default robust-regression)")
     r.add_argument("--data", default=None, help="'breast-cancer', 'digits', or a .npz (X, y) / .csv file (default: synthetic)")
     r.add_argument("--n", type=_positive_int, default=20000, help="synthetic samples (default 20000)")
@@ -316,6 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe constant or plan field (repeatable)")
     r.add_argument("--out", default=None, help="write the JSON result here")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--checkpoint", default=None, metavar="PATH", help="save the run's whole state here (atomically) every N steps and on Ctrl-C/SIGTERM")
+    r.add_argument("--checkpoint-every", type=_positive_int, default=None, metavar="N", help="steps between checkpoints (default: about 100 per run)")
+    r.add_argument("--resume", default=None, metavar="PATH", help="continue the run saved at PATH (its arguments come from the checkpoint)")
     r.set_defaults(func=cmd_run)
     a = sub.add_parser("audit", help="empirical privacy audit of a mechanism: epsilon lower bound beside the claim")
     a.add_argument("--mechanism", choices=sorted(AUDITS), default="tree")
@@ -383,3 +411,5 @@ def main(argv=None) -> int:
         return args.func(args)
     except (ValueError, FileNotFoundError, BackendUnavailableError, BudgetExceededError, InsufficientDataError, RunStopped) as err:
         print(f"dpnb: error: {err}", file=sys.stderr); return 2
+    except RunInterrupted as err:
+        print(f"dpnb: {err}", file=sys.stderr); return 143 if err.signame == "SIGTERM" else 130

@@ -16,6 +16,7 @@ from .clipping import ClipCounter, clip_rows, fo_grad_clipped
 from .streams import DataStream
 from .problems import Dataset, LinearModel
 from .o2nc import clip_ball
+from .checkpoint import Checkpointer, restore_into
 
 # %% auto #0
 __all__ = ['CONVEX_STREAM', 'JL_STREAM', 'clipped_mean_grad', 'regularizer_grad', 'WeightedAverage', 'StageOutput', 'noisy_gd',
@@ -248,6 +249,7 @@ def recursive_regularization(problem, # a convex, smooth `Problem` (phased-sgd: 
                              L1:float|None=None, # smoothness of the loss (default problem.smoothness)
                              warm_start:bool=False, # NoisyGD: start stage t at w̄_{t-1} (default 0, as printed)
                              rng=None, # `RNG`, seed, or None (OS entropy) for the sample order and the noise
+                             checkpoint:Checkpointer|None=None, # save the state after every N stages (one step = one stage); resume from it
                             ) -> ConvexOutput:
     "Recursive regularization (ABGGMU Alg 3, Thm 5) with NoisyGD (Alg 7) or PhasedSGD (Alg 5); priced by `recursive_regularization_releases`."
     stream = data if isinstance(data, DataStream) else None
@@ -265,7 +267,12 @@ def recursive_regularization(problem, # a convex, smooth `Problem` (phased-sgd: 
     d = int(problem.dim)
     outs, etas, counter, phases = [np.zeros(d)], [], ClipCounter(), ()
     lams = lam * 2.0 ** np.arange(T)
-    for t in range(1, T + 1):
+    ck, start = checkpoint or Checkpointer(), 1
+    saved = ck.begin("recursive_regularization", T, dict(problem=problem, data=stream.data))
+    if saved is not None:
+        outs, etas, counter, phases, rng = (saved[k] for k in ("outs", "etas", "counter", "phases", "rng"))
+        start = saved["t"] + 1; restore_into(stream, saved["stream"])
+    for t in range(start, T + 1):
         mu, R_t = float(lams[:t].sum()), radius * 2.0 ** (t / 2)
         centers, stage_rng = np.stack(outs), rng.child(CONVEX_STREAM, 1, t)
         if subroutine == "noisy-gd":
@@ -280,6 +287,7 @@ def recursive_regularization(problem, # a convex, smooth `Problem` (phased-sgd: 
             phases = o.phases
         outs.append(to_numpy(o.w)); etas.append(eta)
         counter = ClipCounter(counter.clipped + o.clip.clipped, counter.total + o.clip.total)
+        ck.tick(t, lambda: dict(t=t, outs=outs, etas=etas, counter=counter, phases=phases, rng=rng, stream=stream))
     return ConvexOutput(outs[-1], np.stack(outs), lams, np.array(etas), m, counter, phases)
 
 # %% ../nbs/22_convex_glm.ipynb #b8012b5d

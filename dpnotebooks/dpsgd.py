@@ -16,6 +16,7 @@ from .clipping import ClipCounter, fo_grad_clipped
 from .streams import MultiPassView
 from .problems import Dataset
 from .o2nc import clip_ball
+from .checkpoint import Checkpointer, restore_into
 
 # %% auto #0
 __all__ = ['DPSGD_STREAM', 'clipped_grad_sum', 'dpsgd_releases', 'DPSGDOutput', 'dp_sgd']
@@ -109,6 +110,7 @@ def dp_sgd(problem, # a `Problem` (needs `grad_each`, `dim`, `x0`)
            rng=None, # `RNG`, seed, or None (OS entropy) for batches, perturbations and noise
            progress:bool=False, # show a tqdm progress bar
            radius:float|None=None, # project x0 and every iterate onto the ball ||x|| ≤ radius (centred at 0)
+           checkpoint:Checkpointer|None=None, # save the state (iterate, average, norms, clip counts, use counts) every N steps; resume from it
           ) -> DPSGDOutput:
     "DP-SGD (Abadi et al. 2016, Alg. 1) with clipped per-sample gradients at perturbed points; priced by `dpsgd_releases`."
     if isinstance(data, Dataset): data = MultiPassView(data)
@@ -120,14 +122,19 @@ def dp_sgd(problem, # a `Problem` (needs `grad_each`, `dim`, `x0`)
     if x.shape != (d,) or not bool(xp.all(xp.isfinite(x))): raise ValueError(f"`x0` must be a finite vector of shape ({d},). Found shape {tuple(x.shape)}.")
     if radius is not None: x = clip_ball(x, radius)
     nb, tail, counter = n // batch_size, steps // 2, ClipCounter()
-    x_sum, norms = xp.zeros(d), np.zeros(steps)
-    it = range(1, steps + 1)
+    x_sum, norms, batches, ck, start = xp.zeros(d), np.zeros(steps), None, checkpoint or Checkpointer(), 1
+    saved = ck.begin("dp_sgd", steps, dict(problem=problem, data=data.data))
+    if saved is not None:                      # resume: the batches of an epoch are recomputed from their own stream
+        start, x, x_sum, norms, counter = saved["t"] + 1, saved["x"], saved["x_sum"], saved["norms"], saved["counter"]
+        rng = saved["rng"]                     # the run's own streams (an unseeded run keeps its OS-entropy root)
+        restore_into(data, saved["view"])
+    it = range(start, steps + 1)
     if progress:
-        from tqdm.auto import tqdm; it = tqdm(it, desc="DP-SGD", leave=False)
+        from tqdm.auto import tqdm; it = tqdm(it, desc="DP-SGD", leave=False, total=steps, initial=start - 1)
     for t in it:
         if sampling == "shuffle":
             epoch, k = divmod(t - 1, nb)
-            if k == 0: batches = _epoch_batches(n, batch_size, epoch, rng)
+            if k == 0 or batches is None: batches = _epoch_batches(n, batch_size, epoch, rng)
             idx = batches[k]
         else: idx = _poisson_batch(n, batch_size / n, t, rng)
         S, c = clipped_grad_sum(problem, x, data.batch(idx), clip, alpha, rng.child(DPSGD_STREAM, 2, t))
@@ -137,4 +144,5 @@ def dp_sgd(problem, # a `Problem` (needs `grad_each`, `dim`, `x0`)
         if radius is not None: x = clip_ball(x, radius)
         if t > tail: x_sum = x_sum + x
         norms[t - 1], counter = float(xp.linalg.norm(g)), counter.add(c)
+        ck.tick(t, lambda: dict(t=t, x=x, x_sum=x_sum, norms=norms, counter=counter, view=data, rng=rng))
     return DPSGDOutput(to_numpy(x_sum / (steps - tail)), to_numpy(x), int(steps), norms, counter)

@@ -15,13 +15,14 @@ from .ledger import Ledger, Release, Result, check_budget, BudgetExceededError
 from .smoothing import smoothing_constant
 from .streams import DataStream, MultiPassView
 from .o2nc import o2nc, periodic_samples, RunStopped
+from .checkpoint import Checkpointer, content_hash, problem_description
 
 # %% auto #0
 __all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'CLIP_WARN_ABOVE', 'InsufficientDataError', 'Plan',
            'n_for_rate', 'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate', 'klt_single_pass_recipe',
            'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate', 'ztc_recipe', 'naive_rate',
            'naive_recipe', 'dpsgd_recipe', 'Algorithm', 'register', 'list_algorithms', 'check_request', 'plan_run',
-           'minimize']
+           'run_fingerprint', 'minimize']
 
 # %% ../nbs/30_minimize.ipynb #a12035c3
 class InsufficientDataError(ValueError):
@@ -342,9 +343,10 @@ class Algorithm(NamedTuple):
     build: Callable|None  # (problem, plan, rng) -> (oracle, data access object); None for algorithms with their own loop
     private: bool = True
     access: str = "single-pass"
-    run: Callable|None = None          # own loop: (problem, plan, rng, seed, x0, progress, t0) -> Result (e.g. DP-SGD, SpiderBoost)
+    run: Callable|None = None          # own loop: (problem, plan, rng, seed, x0, progress, t0, checkpointer) -> Result (e.g. DP-SGD, SpiderBoost)
     unit_ledger: Callable|None = None  # own loop: (problem, plan) -> the ledger at noise scale 1, for recalibration
     stationarity: str = "goldstein"    # what the run certifies: 'goldstein' (radius 2α) or 'gradient' (smooth losses)
+    ledger_at: Callable|None = None    # own loop: (problem, plan, step) -> the releases made by the end of `step` (None: only the plan's total is known)
 
 ALGORITHMS: dict = {}
 
@@ -398,7 +400,8 @@ for _alg in (
     Algorithm("ztc-naive", "ZTC App. E: O2NC + one-direction two-point oracle, fresh Gaussian noise each step", naive_recipe, _build_naive),
     Algorithm("o2nc-nonprivate", "Kornowski & Shamir 2023: O2NC + two-point oracle, no noise (NOT private)", _nonprivate, _build_naive, private=False),
     Algorithm("dp-sgd", "DP-SGD on F_alpha: per-sample clipped gradients at x + y, y ~ U(B_alpha), Gaussian noise", dpsgd_recipe, None,
-              access="multi-pass", run=lambda *a: _run_dpsgd(*a), unit_ledger=lambda problem, plan: _dpsgd_unit_ledger(plan)),
+              access="multi-pass", run=lambda *a: _run_dpsgd(*a), unit_ledger=lambda problem, plan: _dpsgd_unit_ledger(plan),
+              ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step)),
 ): register(_alg)
 
 # %% ../nbs/30_minimize.ipynb #ab970946
@@ -488,6 +491,26 @@ def _warn_clipping(res, algorithm:str, L:float):
     warn_clipping(res.clipped_fraction, CLIP_WARN_ABOVE, f"{algorithm}'s per-sample quantities", L=L, stacklevel=3)
     return res
 
+def run_fingerprint(problem, algorithm:str, plan, x0, seed) -> dict:
+    "Content hashes of what defines a run (data, problem, algorithm, plan, x0, seed, backend, version): a checkpoint resumes only the same run."
+    from dpnotebooks import __version__
+    from dpnotebooks.backend import get_backend, get_dtype
+    return dict(data=content_hash(problem.data.A, problem.data.y), problem=content_hash(problem_description(problem)),
+                algorithm=algorithm, plan=content_hash(repr(plan)), x0=content_hash(to_numpy(x0)), seed=repr(seed),
+                backend=f"{get_backend()}/{get_dtype()}", version=__version__)
+
+def _checkpointer(problem, algorithm, plan, x0, seed, rng, checkpoint, checkpoint_every, resume, checkpoint_info):
+    "The run's `Checkpointer` (a step counter when no path is given); on resume, the root RNG comes back from the file."
+    if checkpoint is None:
+        if resume: raise ValueError("`resume=True` needs the checkpoint path: minimize(..., checkpoint=PATH, resume=True).")
+        if checkpoint_every is not None: raise ValueError("`checkpoint_every` needs a checkpoint path: minimize(..., checkpoint=PATH, checkpoint_every=N).")
+        return Checkpointer(), rng
+    ck = Checkpointer(checkpoint, checkpoint_every, run_fingerprint(problem, algorithm, plan, x0, seed), resume,
+                      dict(checkpoint_info or {}, algorithm=algorithm))
+    if ck.loaded is not None: rng = RNG.from_state(ck.loaded.meta["rng"])    # an unseeded run continues with its own OS entropy
+    ck.rng_state = rng.state
+    return ck, rng
+
 def minimize(problem, # a `Problem` with its data
              algorithm:str="klt-single-pass", # a name from `list_algorithms()`
              epsilon:float|None=None, # target ε > 0
@@ -499,6 +522,10 @@ def minimize(problem, # a `Problem` with its data
              x0=None, # initial point (default problem.x0)
              Phi:float|None=None, # F(x0) − inf F (default problem.Phi or 1)
              progress:bool=False, # tqdm progress bar
+             checkpoint=None, # path of a checkpoint file: the run's whole state is saved there (atomically) every N steps and on SIGINT/SIGTERM
+             checkpoint_every:int|None=None, # N (default: about 100 saves per run)
+             resume:bool=False, # continue the run saved at `checkpoint` (same problem, data and arguments; refused otherwise)
+             checkpoint_info:dict|None=None, # plain data stored in the checkpoint for the caller (`dpnb run` stores its request)
              **overrides, # recipe constants (c_D, clip_prob, directions, …) or plan fields (T, m, sigma, …)
             ) -> Result:
     "Plan, price, refuse or run a registered algorithm; returns a `Result` with the point and its privacy report."
@@ -508,16 +535,23 @@ def minimize(problem, # a `Problem` with its data
     plan = plan_run(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, **overrides)
     alg, rng = ALGORITHMS[algorithm], make_rng(seed)
     x0 = problem.x0 if x0 is None else _check_x0(x0, problem.dim)
+    ck, rng = _checkpointer(problem, algorithm, plan, x0, seed, rng, checkpoint, checkpoint_every, resume, checkpoint_info)
     if alg.run is not None:                              # own loops: a fault raises, a NaN output never comes back silently
-        try: res = alg.run(problem, plan, rng, seed, x0, progress, t0)
+        if alg.ledger_at is not None and alg.private: ck.ledger_at = lambda s: alg.ledger_at(problem, plan, s)
+        try:
+            with ck: res = alg.run(problem, plan, rng, seed, x0, progress, t0, ck)
         except (ValueError, TypeError, InsufficientDataError, BudgetExceededError): raise       # refusals and bad input
         except Exception as err:
-            raise RunStopped(None, None, f"the loss or the algorithm raised {type(err).__name__}: {err}", algorithm=algorithm,
-                             epsilon_spent=plan.epsilon if alg.private else None, at_most=True) from err
+            stop = RunStopped(ck.step + 1, None, f"the loss or the algorithm raised {type(err).__name__}: {err}", algorithm=algorithm)
+            if alg.private and ck.ledger_at is not None:
+                stop.ledger = ck.ledger_at(ck.step + 1); stop.epsilon_spent = stop.ledger.spent(plan.delta, accountant)
+            elif alg.private: stop.epsilon_spent, stop.at_most = plan.epsilon, True
+            stop.checkpoint = (ck.path, ck.saved_step) if ck.path is not None else None
+            raise stop from err
         if not np.all(np.isfinite(to_numpy(res.x))):
             raise RunStopped(None, None, "the output is NaN or inf: the loss produced non-finite values during the run", ledger=res.ledger,
                              epsilon_spent=res.epsilon_spent if alg.private else None, algorithm=algorithm)
-        return _warn_clipping(res, algorithm, problem.L)
+        return _warn_clipping(res._replace(trace=dict(res.trace, checkpoint=_ck_report(ck))), algorithm, problem.L)
     oracle, access = alg.build(problem, plan, rng)
     ledger = oracle.releases(plan.T) if alg.private else _nonprivate_ledger()
     if alg.private: check_budget(ledger, plan.epsilon, plan.delta, accountant)     # refuse before any data is read
@@ -526,25 +560,40 @@ def minimize(problem, # a `Problem` with its data
     if alg.access == "single-pass" and need > len(problem.data):
         raise InsufficientDataError(f"{algorithm}: the plan reads {need} distinct samples but the data have {len(problem.data)}. "
                                     "Use more data or fewer steps (T).")
+    if alg.private: ck.ledger_at = lambda s: oracle.releases(s) if s >= 1 else Ledger()
     try:
-        out = o2nc(oracle, x0, plan.T, plan.D, plan.eta, plan.M, rng=rng.child(DRIVER_STREAM),
-                   restart_every=plan.period if plan.restart else None, progress=progress)
+        with ck:
+            out = o2nc(oracle, x0, plan.T, plan.D, plan.eta, plan.M, rng=rng.child(DRIVER_STREAM),
+                       restart_every=plan.period if plan.restart else None, progress=progress, checkpoint=ck)
     except RunStopped as stop:                           # a fault mid-run: report what was released, then stop
         stop.algorithm = algorithm
         stop.ledger = oracle.releases(stop.step) if alg.private else _nonprivate_ledger()
         stop.epsilon_spent = stop.ledger.spent(plan.delta, accountant) if alg.private else None
+        stop.checkpoint = (ck.path, ck.saved_step) if ck.path is not None else None
         raise
     used = access.samples_used if isinstance(access, DataStream) else int((access.uses > 0).sum())
-    trace = dict(algorithm=algorithm, plan=plan, block_means=out.block_means, block_index=out.block_index, chosen=out.chosen, g_norms=out.g_norms, x_last=out.x_last)
+    trace = dict(algorithm=algorithm, plan=plan, block_means=out.block_means, block_index=out.block_index, chosen=out.chosen, g_norms=out.g_norms,
+                 x_last=out.x_last, checkpoint=_ck_report(ck))
     return _warn_clipping(Result(out.x_out, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
                                  rng.seeded, seed, accountant, used, access.max_uses, oracle.clip.fraction, trace, time.perf_counter() - t0),
                           algorithm, problem.L)
+
+def _ck_report(ck) -> dict|None:
+    "What checkpointing did in this run (for `Result.trace['checkpoint']`)."
+    if ck.path is None: return None
+    return dict(path=str(ck.path), every=ck.every, saves=ck.saves, last_step=ck.saved_step, bytes=ck.bytes, seconds=ck.seconds,
+                resumed_from=int(ck.loaded.meta["step"]) if ck.loaded is not None else None)
+
+def _dpsgd_ledger_at(plan, step:int) -> Ledger:
+    "The releases of the first `step` DP-SGD steps: the epochs begun so far (shuffle) or `step` subsampled Gaussians (Poisson)."
+    from dpnotebooks.dpsgd import dpsgd_releases
+    return dpsgd_releases(plan.n, step, plan.B2, plan.C1, plan.sigma, plan.extra.get("sampling", "shuffle")) if step >= 1 else Ledger()
 
 def _dpsgd_unit_ledger(plan) -> Ledger:
     from dpnotebooks.dpsgd import dpsgd_releases
     return dpsgd_releases(plan.n, plan.T, plan.B2, plan.C1, 1.0, plan.extra.get("sampling", "shuffle"))
 
-def _run_dpsgd(problem, plan, rng, seed, x0, progress, t0):
+def _run_dpsgd(problem, plan, rng, seed, x0, progress, t0, ck=None):
     from dpnotebooks.dpsgd import dp_sgd, dpsgd_releases
     sampling = plan.extra.get("sampling", "shuffle")
     ledger = dpsgd_releases(plan.n, plan.T, plan.B2, plan.C1, plan.sigma, sampling)
@@ -552,7 +601,7 @@ def _run_dpsgd(problem, plan, rng, seed, x0, progress, t0):
     _check_data(problem)
     view = MultiPassView(problem.data)
     out = dp_sgd(problem, view, plan.T, plan.B2, plan.eta, plan.C1, plan.sigma, alpha=plan.alpha, sampling=sampling,
-                 x0=x0, rng=rng.child(ORACLE_STREAM), progress=progress)
+                 x0=x0, rng=rng.child(ORACLE_STREAM), progress=progress, checkpoint=ck)
     trace = dict(algorithm="dp-sgd", plan=plan, x_last=out.x_last, g_norms=out.grad_norms)
     return Result(out.x_out, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant,
                   int((view.uses > 0).sum()), view.max_uses,

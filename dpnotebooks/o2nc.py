@@ -12,6 +12,7 @@ import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
 from .ledger import Ledger, Release
 from .clipping import ClipCounter
+from .checkpoint import Checkpointer, restore_into
 
 # %% auto #0
 __all__ = ['O2NC_STREAM', 'period_position', 'Oracle', 'periodic_samples', 'TreeOracle', 'ExactOracle', 'clip_ball',
@@ -127,7 +128,7 @@ class RunStopped(RuntimeError):
                  at_most:bool=False): # at_most: `epsilon_spent` bounds the releases made (the plan's whole budget), step unknown
         super().__init__(step, reason)
         self.step, self.x, self.reason, self.ledger, self.epsilon_spent, self.algorithm = step, x, reason, ledger, epsilon_spent, algorithm
-        self.at_most = at_most
+        self.at_most, self.checkpoint = at_most, None   # checkpoint: (path, step) of the last saved state, set by `minimize`
     def __str__(self):
         where = f" at step {self.step}" if self.step is not None else ""
         head = f"{self.algorithm + ': ' if self.algorithm else ''}the run stopped{where}: {self.reason}."
@@ -136,6 +137,10 @@ class RunStopped(RuntimeError):
         else: spent = (f" Privacy spent by the releases made so far: epsilon = {self.epsilon_spent:.4g} (their ledger is `err.ledger`); "
                        "nothing more is released.")
         last = " The last good iterate is `err.x`." if self.x is not None else ""
+        if self.checkpoint is not None and self.checkpoint[1] is not None:
+            last += (f" The last good state (step {self.checkpoint[1]}) is saved in {self.checkpoint[0]}; resuming it recomputes the later "
+                     "steps with the same samples and noise, so resume only if the fix leaves the loss's finite values unchanged "
+                     "(otherwise start a new run).")
         return head + spent + last + " Fix the loss (it must be finite on the whole domain) and run again."
 
 def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
@@ -150,6 +155,7 @@ def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
          progress:bool=False, # show a tqdm progress bar
          callback:Callable|None=None, # callback(t, z_t, g̃_t) after each step
          keep:int|None=1024, # most block averages kept for the trace (evenly strided); None keeps all K. Memory: O(keep·d), not O(T·d/M)
+         checkpoint:Checkpointer|None=None, # save the state (iterate, learner, averages, the oracle with its stream and tree) and resume from it
         ) -> O2NCOutput:
     "Online-to-nonconvex conversion with projected OGD (KLT Alg. 2; ZTC Alg. 3 with `restart_every`)."
     _check_o2nc_args(T, D, eta, M, restart_every)
@@ -165,10 +171,16 @@ def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
     stride = 1 if keep is None or K <= keep else -(-K // keep)
     sums, chosen, gn = xp.zeros((-(-K // stride), d)), xp.zeros(d), np.zeros(T)
     Z = np.zeros((T, d)) if record else None; Ds = np.zeros((T, d)) if record else None
-    Delta = learner.init(d)
-    steps = range(1, T + 1)
+    Delta, ck, start = learner.init(d), checkpoint or Checkpointer(), 1
+    problem = getattr(oracle, "problem", None)
+    saved = ck.begin("o2nc", T, dict(problem=problem, data=getattr(problem, "data", None)))
+    if saved is not None:                                # resume: the driver's state, and the oracle's (stream, tree, estimate) in place
+        start, x, Delta, sums, chosen, gn, Z, Ds = saved["t"] + 1, saved["x"], saved["Delta"], saved["sums"], saved["chosen"], saved["gn"], saved["Z"], saved["Ds"]
+        S, k = saved["S"], saved["k"]                    # drawn up front: kept, so an unseeded driver resumes with its own draws
+        restore_into(oracle, saved["oracle"])
+    steps = range(start, T + 1)
     if progress:
-        from tqdm.auto import tqdm; steps = tqdm(steps, desc="O2NC", leave=False)
+        from tqdm.auto import tqdm; steps = tqdm(steps, desc="O2NC", leave=False, total=T, initial=start - 1)
     for t in steps:
         if restart_every is not None and (t - 1) % restart_every == 0: Delta = learner.init(d)
         z = x + S[t - 1] * Delta                         # z_t = x_{t−1} + s_t Δ_t
@@ -187,4 +199,5 @@ def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
         if record: Z[t - 1], Ds[t - 1] = to_numpy(z), to_numpy(Delta)
         if callback is not None: callback(t, z, g)
         Delta = learner.update(Delta, g)                 # Δ_{t+1} = clip_D(Δ_t − η g̃_t)
+        ck.tick(t, lambda: dict(t=t, x=x, Delta=Delta, sums=sums, chosen=chosen, gn=gn, Z=Z, Ds=Ds, S=S, k=k, oracle=oracle))
     return O2NCOutput(to_numpy(chosen / M), to_numpy(sums / M), k, to_numpy(x), gn, Z, Ds, np.arange(0, K, stride))

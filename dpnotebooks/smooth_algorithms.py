@@ -94,8 +94,10 @@ def _spider_sigmas(plan) -> tuple:
     r = spider_noise_ratio(plan.n, plan.T, plan.period, plan.B1, plan.B2)
     return r * plan.sigma * plan.C1 / plan.B1, plan.sigma * plan.C2 / plan.B2
 
-def _spider_ledger(plan) -> Ledger:
-    return spiderboost_releases(plan.n, plan.T, plan.period, plan.B1, plan.B2, *_spider_sigmas(plan), plan.C1, plan.C2)
+def _spider_ledger(plan, steps:int|None=None) -> Ledger:
+    "The releases of the plan's T steps, or of its first `steps` (what a run stopped or saved there has released)."
+    if steps is not None and steps < 1: return Ledger()
+    return spiderboost_releases(plan.n, plan.T if steps is None else steps, plan.period, plan.B1, plan.B2, *_spider_sigmas(plan), plan.C1, plan.C2)
 
 def _check_L1(problem, L1, name):
     s = getattr(problem, "smoothness", None)
@@ -103,7 +105,7 @@ def _check_L1(problem, L1, name):
     if L1 < s: raise ValueError(f"{name}: the plan's L1 = {L1:g} is below the problem's declared smoothness {s:g}. Pass L1 >= {s:g} "
                                 "(a public bound; the step size and the difference clip bounds rest on it).")
 
-def _run_spider(problem, plan, rng, seed, x0, progress, t0):
+def _run_spider(problem, plan, rng, seed, x0, progress, t0, ck=None):
     "Runner of `abggmu-spider`: budget check, data check, Alg. 1 on a `MultiPassView`, a `Result`."
     _check_L1(problem, plan.C2, "abggmu-spider")
     ledger = _spider_ledger(plan)
@@ -111,7 +113,7 @@ def _run_spider(problem, plan, rng, seed, x0, progress, t0):
     _check_data(problem)
     view = MultiPassView(problem.data)
     out = private_spiderboost(problem, view, plan.T, plan.period, plan.B1, plan.B2, plan.eta, *_spider_sigmas(plan),
-                              plan.C1, plan.C2, rng=rng.child(ORACLE_STREAM), w0=x0)
+                              plan.C1, plan.C2, rng=rng.child(ORACLE_STREAM), w0=x0, checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, x_last=out.w_last, g_norms=out.grad_norms)
     return Result(out.w, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant, int((view.uses > 0).sum()),
                   view.max_uses, out.clip.fraction, trace, time.perf_counter() - t0)
@@ -162,7 +164,7 @@ def _tree_ledger(plan, z) -> Ledger:
     D, b, bs = plan.extra["depth"], plan.B1, plan.extra["beta_step"]
     return tree_spider_releases(D, b, bs, plan.C1, z * 2 * plan.C1 / b, z * 2 * bs * 2 ** (D / 2) / b)
 
-def _run_tree_spider(problem, plan, rng, seed, x0, progress, t0):
+def _run_tree_spider(problem, plan, rng, seed, x0, progress, t0, ck=None):
     "Runner of `abggmu-tree-spider`: budget check, data check, Alg. 2 on a single-pass `DataStream`, a `Result`."
     _check_L1(problem, plan.C2, "abggmu-tree-spider")
     ledger = _tree_ledger(plan, plan.sigma)
@@ -176,7 +178,7 @@ def _run_tree_spider(problem, plan, rng, seed, x0, progress, t0):
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
     out = tree_spider(problem, stream, plan.T, D, b, plan.extra["beta_step"], plan.C1, plan.C2, plan.sigma * 2 * plan.C1 / b,
                       plan.sigma * 2 * plan.extra["beta_step"] * 2 ** (D / 2) / b, plan.extra["alpha_tilde"], rng=rng.child(ORACLE_STREAM),
-                      w0=x0, step_after_last_leaf=plan.extra["step_after_last_leaf"])
+                      w0=x0, step_after_last_leaf=plan.extra["step_after_last_leaf"], checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, stopped=out.stopped, round=out.round, leaf=out.leaf, leaves=out.leaves)
     return Result(out.w, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant, stream.samples_used, stream.max_uses,
                   out.clip.fraction, trace, time.perf_counter() - t0)
@@ -235,10 +237,12 @@ def _convex_sigmas(plan, z) -> list:
     "σ_t = z·(2C/m)·√K_t: K_t Gaussian releases of sensitivity 2C/m are one Gaussian of multiplier z, every stage alike."
     return [z * 2 * plan.C1 / plan.B1 * math.sqrt(k) for k in plan.extra["K"]]
 
-def _convex_ledger(plan, z) -> Ledger:
-    return recursive_regularization_releases(plan.T * plan.B1, plan.T, plan.C1, _convex_sigmas(plan, z), K=list(plan.extra["K"]))
+def _convex_ledger(plan, z, stages:int|None=None) -> Ledger:
+    "The releases of the plan's T stages, or of its first `stages` (one release per stage, each on its own samples)."
+    full = recursive_regularization_releases(plan.T * plan.B1, plan.T, plan.C1, _convex_sigmas(plan, z), K=list(plan.extra["K"]))
+    return full if stages is None else Ledger(full.releases[:max(stages, 0)])
 
-def _run_convex(problem, plan, rng, seed, x0, progress, t0):
+def _run_convex(problem, plan, rng, seed, x0, progress, t0, ck=None):
     "Runner of `abggmu-convex`: convexity and L1 checks, budget check, data check, Alg. 3 on disjoint chunks of a `DataStream`."
     if not getattr(problem, "convex", False): raise ValueError(f"abggmu-convex needs a convex loss; {type(problem).__name__} is not marked convex. Use abggmu-spider.")
     _check_L1(problem, plan.C2, "abggmu-convex")
@@ -251,7 +255,7 @@ def _run_convex(problem, plan, rng, seed, x0, progress, t0):
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
     out = recursive_regularization(problem, stream, plan.T, plan.extra["lam"], plan.D, plan.C1,
                                    _convex_sigmas(plan, plan.sigma), K=list(plan.extra["K"]), L1=plan.C2,
-                                   warm_start=plan.extra["warm_start"], rng=rng.child(ORACLE_STREAM))
+                                   warm_start=plan.extra["warm_start"], rng=rng.child(ORACLE_STREAM), checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, stage_outputs=out.stage_outputs, stages_per_sample=stream.max_uses)
     return Result(out.w, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant, stream.samples_used,
                   stream.max_uses * max(plan.extra["K"]), out.clip.fraction, trace, time.perf_counter() - t0)
@@ -297,9 +301,10 @@ def glm_recipe(n:int, d:int, epsilon:float, delta:float,
 
 # %% ../nbs/32_smooth_algorithms.ipynb #e7f7e3fa
 _BASE_RUN = {"abggmu-spider": lambda *a: _run_spider(*a), "abggmu-convex": lambda *a: _run_convex(*a)}
+_BASE_LEDGER_AT = {"abggmu-spider": lambda plan, s: _spider_ledger(plan, s), "abggmu-convex": lambda plan, s: _convex_ledger(plan, plan.sigma, s)}
 _BASE_LEDGER = {"abggmu-spider": lambda plan, z: _spider_ledger(plan._replace(sigma=z)), "abggmu-convex": lambda plan, z: _convex_ledger(plan, z)}
 
-def _run_glm(problem, plan, rng, seed, x0, progress, t0):
+def _run_glm(problem, plan, rng, seed, x0, progress, t0, ck=None):
     "Runner of `abggmu-glm`: budget check before the projection, then Alg. 4 (`jl_method`) with the base runner in R^k."
     from dpnotebooks.problems import LinearModel
     if not isinstance(problem, LinearModel): raise ValueError(f"abggmu-glm needs a GLM (`LinearModel`). Found {type(problem).__name__}.")
@@ -309,7 +314,7 @@ def _run_glm(problem, plan, rng, seed, x0, progress, t0):
     _check_data(problem)
     runs = []
     def solve(proj, r):
-        runs.append(_BASE_RUN[base](proj, plan._replace(d=k), r, seed, np.zeros(k), progress, t0)); return runs[-1].x
+        runs.append(_BASE_RUN[base](proj, plan._replace(d=k), r, seed, np.zeros(k), progress, t0, ck)); return runs[-1].x
     out = jl_method(problem, k, solve, x_norm=plan.extra["x_norm"], rng=rng.child(ORACLE_STREAM))
     res = runs[-1]
     trace = dict(res.trace, algorithm=plan.algorithm, plan=plan, w_tilde=out.w_tilde, rows_projected_back=out.clip.clipped)
@@ -319,14 +324,15 @@ def _run_glm(problem, plan, rng, seed, x0, progress, t0):
 for _alg in (
     Algorithm("abggmu-spider", "ABGGMU Thm 1/9: Private SpiderBoost (ERM), Poisson batches, noise ∝ step length", spider_recipe, None,
               access="multi-pass", run=lambda *a: _run_spider(*a), unit_ledger=lambda problem, plan: _spider_ledger(plan._replace(sigma=1.0)),
-              stationarity="gradient"),
+              stationarity="gradient", ledger_at=lambda problem, plan, s: _spider_ledger(plan, s)),
     Algorithm("abggmu-tree-spider", "ABGGMU Thm 3/4: tree-based private Spider (population), single pass, disjoint nodes", tree_spider_recipe,
               None, access="single-pass", run=lambda *a: _run_tree_spider(*a), unit_ledger=lambda problem, plan: _tree_ledger(plan, 1.0),
-              stationarity="gradient"),
+              stationarity="gradient", ledger_at=lambda problem, plan, s: _tree_ledger(plan, plan.sigma) if s >= 1 else Ledger()),
     Algorithm("abggmu-convex", "ABGGMU Thm 5: recursive regularization + NoisyGD (convex population), disjoint stages", convex_recipe,
               None, access="multi-pass", run=lambda *a: _run_convex(*a), unit_ledger=lambda problem, plan: _convex_ledger(plan, 1.0),
-              stationarity="gradient"),
+              stationarity="gradient", ledger_at=lambda problem, plan, s: _convex_ledger(plan, plan.sigma, s)),
     Algorithm("abggmu-glm", "ABGGMU Thm 6/Cor 1: JL method for GLMs (public rank bound) over abggmu-spider or abggmu-convex", glm_recipe,
               None, access="multi-pass", run=lambda *a: _run_glm(*a),
-              unit_ledger=lambda problem, plan: _BASE_LEDGER[plan.extra["base"]](plan, 1.0), stationarity="gradient"),
+              unit_ledger=lambda problem, plan: _BASE_LEDGER[plan.extra["base"]](plan, 1.0), stationarity="gradient",
+              ledger_at=lambda problem, plan, s: _BASE_LEDGER_AT[plan.extra["base"]](plan, s)),
 ): register(_alg)

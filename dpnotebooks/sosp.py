@@ -15,6 +15,7 @@ from .ledger import Release, Ledger
 from .clipping import Clipped, ClipCounter, _check_bound
 from .streams import DataStream
 from .tree import TreeMechanism
+from .checkpoint import Checkpointer, restore_into
 from .spiderboost import clipped_mean_gradient, clipped_mean_difference, _chunks
 
 # %% auto #0
@@ -259,6 +260,7 @@ def lt_sosp(problem, # a smooth `Problem` (`grad_each`; `hess_each` or finite di
             escape:bool=True, # False: never trigger (the comparison below)
             stop_at_certificate:bool=True, # stop at the first stuck anchor (the output cannot change after it)
             progress:bool=False, # tqdm progress bar over the T steps
+            checkpoint:Checkpointer|None=None, # save the whole state (estimates, tree, anchors, transcript, stream) every N steps; resume from it
            ) -> SOSPOutput:
     "LT Algorithm 3 with the oracles of Alg. 4 and the escape of Alg. 2, as normalized in note §2.5; priced by `sosp_releases`."
     rng, xp, d = make_rng(rng), get_xp(), int(problem.dim)
@@ -270,10 +272,18 @@ def lt_sosp(problem, # a smooth `Problem` (`grad_each`; `hess_each` or finite di
     gclip, hclip, anchors = ClipCounter(), ClipCounter(), []
     rec = {key: [] for key in ("refresh", "batch", "leaf", "released", "step", "escaping", "leaf_sens", "hess_sens")}
     xs, stopped = [to_numpy(x)], "T"
-    steps = range(p.T)
+    ck, start = checkpoint or Checkpointer(), 0
+    names = ("x", "x_prev", "tree", "grad_est", "H", "g_anc", "H_anc", "x_anc", "drift", "count", "frozen_prev", "escaping", "k", "trees",
+             "t_anc", "gclip", "hclip", "anchors", "rec", "xs", "rng")
+    saved = ck.begin("lt_sosp", p.T, dict(problem=problem, data=stream.data))
+    if saved is not None:
+        (x, x_prev, tree, grad_est, H, g_anc, H_anc, x_anc, drift, count, frozen_prev, escaping, k, trees,
+         t_anc, gclip, hclip, anchors, rec, xs, rng) = (saved[n] for n in names)
+        start = saved["t"]; restore_into(stream, saved["stream"])
+    steps = range(start, p.T)
     if progress:
         from tqdm.auto import tqdm
-        steps = tqdm(steps, desc="lt-sosp", leave=False)
+        steps = tqdm(steps, desc="lt-sosp", leave=False, total=p.T, initial=start)
     for t in steps:
         refresh = drift >= p.kappa or count >= p.tau
         if refresh:                                                       # O1 and O3 on two fresh batches of b, a fresh tree
@@ -310,6 +320,9 @@ def lt_sosp(problem, # a smooth `Problem` (`grad_each`; `hess_each` or finite di
                 escaping = False
                 if status == "stuck" and stop_at_certificate: stopped = "certificate"; break
         frozen_prev = frozen
+        ck.tick(t + 1, lambda: dict(t=t + 1, stream=stream, **{n: v for n, v in zip(names, (
+            x, x_prev, tree, grad_est, H, g_anc, H_anc, x_anc, drift, count, frozen_prev, escaping, k, trees,
+            t_anc, gclip, hclip, anchors, rec, xs, rng))}))
     if escaping: anchors.append(Anchor(t_anc, to_numpy(x_anc), float(rec["released"][t_anc]), "running", len(xs) - 1 - t_anc, _norm(x - x_anc)))
     out, certified, reason = select_output(tuple(anchors), to_numpy(x))
     transcript = {key: np.array(v) for key, v in rec.items()}

@@ -102,7 +102,7 @@ def _refuse_fields(problem, plan):
     raise ValueError("lt-sosp: plan fields cannot be overridden (T, b, σ's and Γ depend on each other and on the budget). "
                      "Override the recipe constants alpha, c_T, c_gamma, tau, iota, M or rho instead.")
 
-def _run_lt_sosp(problem, plan, rng, seed, x0, progress, t0):
+def _run_lt_sosp(problem, plan, rng, seed, x0, progress, t0, ck=None):
     "Runner of `lt-sosp`: checks, budget, data check, LT Alg. 3 on a single-pass `DataStream`, a `Result`."
     p = SOSPParams(**plan.extra["params"]); _check_plan(plan, p)
     if not getattr(problem, "smooth", False):
@@ -117,7 +117,7 @@ def _run_lt_sosp(problem, plan, rng, seed, x0, progress, t0):
     if p.private: check_budget(ledger, plan.epsilon, plan.delta, plan.accountant)        # refuse before any data is read
     _check_data(problem)
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
-    out = lt_sosp(problem, stream, p, rng=rng.child(ORACLE_STREAM), x0=x0, progress=progress)
+    out = lt_sosp(problem, stream, p, rng=rng.child(ORACLE_STREAM), x0=x0, progress=progress, checkpoint=ck)
     clipped, total = out.grad_clip.clipped + out.hess_clip.clipped, out.grad_clip.total + out.hess_clip.total
     if not out.certified:
         warnings.warn(f"{plan.algorithm}: {out.reason} (the run stopped: {out.stopped}). Use more data or a larger alpha.", stacklevel=3)

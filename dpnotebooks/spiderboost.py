@@ -18,6 +18,7 @@ from .ledger import Release, Ledger, _POISSON_RDP_ORDERS
 from .clipping import ClipCounter, clip_rows
 from .streams import DataStream, MultiPassView
 from .problems import Dataset, LinearModel
+from .checkpoint import Checkpointer, restore_into
 
 # %% auto #0
 __all__ = ['SPIDER_STREAM', 'clipped_mean_gradient', 'clipped_mean_difference', 'SpiderState', 'spider_init', 'spider_estimate',
@@ -242,6 +243,7 @@ def private_spiderboost(problem, # a `Problem` with `grad_each`
                         rng=None, # `RNG`, seed, or None (OS entropy)
                         w0=None, # start (the paper: 0)
                         record:bool=False, # keep every iterate and estimate
+                        checkpoint:Checkpointer|None=None, # save the state (SPIDER state, traces, use counts) every N steps; resume from it
                        ) -> SpiderBoostOutput:
     "Private SpiderBoost, ABGGMU arXiv Alg. 1 (ICML Alg. 2), with Poisson batches; priced by `spiderboost_releases`."
     if isinstance(data, Dataset): data = MultiPassView(data)
@@ -251,7 +253,12 @@ def private_spiderboost(problem, # a `Problem` with `grad_each`
     pick = int(to_numpy(rng.child(SPIDER_STREAM, 3).integers(1, T + 1, 1))[0])   # data-independent output index
     s = spider_init(np.zeros(d) if w0 is None else w0)
     W, V, stds, zs, norms = [to_numpy(s.w)], [], np.zeros(T), np.zeros(T), np.zeros(T)
-    for t in range(T):
+    ck, w_bar = checkpoint or Checkpointer(), None
+    saved = ck.begin("private_spiderboost", T, dict(problem=problem, data=data.data))
+    if saved is not None:
+        s, W, V, stds, zs, norms, w_bar, pick, rng = (saved[k] for k in ("s", "W", "V", "stds", "zs", "norms", "w_bar", "pick", "rng"))
+        restore_into(data, saved["view"])
+    for t in range(s.t, T):
         cp, bt = t % q == 0, (b1 if t % q == 0 else b2)
         batch = data.batch(_poisson(n, bt / n, rng.child(SPIDER_STREAM, 1, t)))
         v, clip, std, lam = spider_estimate(problem, s, batch, bt, cp, L0, L1, z1 if cp else z2, rng.child(SPIDER_STREAM, 2, t))
@@ -260,6 +267,7 @@ def private_spiderboost(problem, # a `Problem` with `grad_each`
         s = spider_step(s, v, clip, eta=eta)
         if s.t == pick: w_bar = to_numpy(s.w)
         if record: W.append(to_numpy(s.w)); V.append(to_numpy(v))
+        ck.tick(t + 1, lambda: dict(s=s, W=W, V=V, stds=stds, zs=zs, norms=norms, w_bar=w_bar, pick=pick, rng=rng, view=data))
     return SpiderBoostOutput(w_bar, to_numpy(s.w), norms, stds, zs, s.clip,
                              np.array(W) if record else None, np.array(V) if record else None)
 
@@ -360,6 +368,7 @@ def tree_spider(problem, # a `Problem` with `grad_each`
                 w0=None, # start (the paper: 0)
                 step_after_last_leaf:bool=True, # step after leaf 2^D − 1 too (see differences above)
                 record:bool=False, # keep leaf points, estimates and path distances
+                checkpoint:Checkpointer|None=None, # save the state at the end of every N rounds (one step = one round); resume from it
                ) -> TreeSpiderOutput:
     "Tree-based Private Spider, ABGGMU arXiv Alg. 2 (ICML Alg. 1), leaf-indexed; priced by `tree_spider_releases`."
     _check_tree(T, D, b, beta, L0, L1, sigma_root, sigma_node)
@@ -371,7 +380,12 @@ def tree_spider(problem, # a `Problem` with `grad_each`
     w = asarray(np.zeros(d) if w0 is None else w0).astype(float)
     clip, pts, ests, ks, path = ClipCounter(), [], [], [], []
     pick, leaf_no, w_pick = int(to_numpy(rng.child(SPIDER_STREAM, 5).integers(0, T * 2 ** D, 1))[0]), 0, None  # data-independent
-    for t in range(1, T + 1):
+    ck, start = checkpoint or Checkpointer(), 1
+    saved = ck.begin("tree_spider", T, dict(problem=problem, data=stream.data))
+    if saved is not None:
+        w, clip, pts, ests, ks, path, leaf_no, w_pick, pick, rng = (saved[k] for k in ("w", "clip", "pts", "ests", "ks", "path", "leaf_no", "w_pick", "pick", "rng"))
+        start = saved["t"] + 1; restore_into(stream, saved["stream"])
+    for t in range(start, T + 1):
         g, c = clipped_mean_gradient(problem, w, stream.take(b)[1], L0, b); clip = clip.add(c)
         if sigma_root > 0: g = g + rng.child(SPIDER_STREAM, 4, t, 0).normal(d, sigma_root, dtype=NOISE_DTYPE)
         W, G = xp.stack([w] * (D + 1)), xp.stack([g] * (D + 1))
@@ -390,6 +404,8 @@ def tree_spider(problem, # a `Problem` with `grad_each`
             if gn <= 2 * alpha_tilde:
                 return TreeSpiderOutput(to_numpy(w), True, t, k, leaf_no, clip, *_rec(record, pts, ests, ks, path))
             if k < 2 ** D - 1 or step_after_last_leaf: w = w - (r / gn) * g
+        ck.tick(t, lambda: dict(t=t, w=w, clip=clip, pts=pts, ests=ests, ks=ks, path=path, leaf_no=leaf_no, w_pick=w_pick, pick=pick,
+                                rng=rng, stream=stream))
     return TreeSpiderOutput(w_pick, False, T, -1, T * 2 ** D, clip, *_rec(record, pts, ests, ks, path))
 
 def _rec(record, pts, ests, ks, path):

@@ -185,7 +185,8 @@ def hessian_min_eig(hvp_fn, # callable hvp_fn(x, V): (d,), (d, r) -> (d, r), or 
         H = apply(np.eye(d))
         return float(np.linalg.eigvalsh((H + H.T) / 2)[0])
     op = LinearOperator((d, d), matvec=lambda v: apply(v).ravel(), matmat=apply, dtype=np.float64)
-    try: return float(eigsh(op, k=k, which="SA", tol=tol, return_eigenvectors=False).min())
+    v0 = np.random.default_rng(0).standard_normal(d)      # a fixed start vector: ARPACK's own draws would differ from call to call
+    try: return float(eigsh(op, k=k, which="SA", tol=tol, v0=v0, return_eigenvectors=False).min())
     except ArpackNoConvergence as err:
         raise RuntimeError(f"Lanczos did not converge for d={d}; loosen `tol` (now {tol}) or raise `k`.") from err
 

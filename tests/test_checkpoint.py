@@ -1,0 +1,213 @@
+"""Checkpoint and resume (issue 9 §3): every registered algorithm, killed with SIGKILL at a random step and resumed with
+`dpnb run --resume`, gives the uninterrupted run's result bit for bit, with the same ledger and the same data use; a
+checkpoint refuses another run's data or parameters, and a corrupted or truncated file is detected, not loaded."""
+import json, os, signal, subprocess, sys, time, warnings
+from pathlib import Path
+import numpy as np
+import pytest
+from dpnotebooks.cli import main, run_algorithm
+from dpnotebooks.minimize import minimize, ALGORITHMS
+from dpnotebooks.problems import get_problem
+from dpnotebooks.checkpoint import CheckpointError, read_checkpoint
+from dpnotebooks.o2nc import RunStopped
+from dpnotebooks.backend import make_rng
+
+# algorithm: (problem, n, d, privacy and alpha arguments, overrides): small runs of a few hundred steps or less
+RUNS = {
+    "klt-single-pass": ("robust-regression", 3000, 4, dict(epsilon=2, delta=1e-5), {}),
+    "klt-first-order": ("robust-regression", 3000, 4, dict(epsilon=2, delta=1e-5), dict(m=16)),
+    "ztc": ("robust-regression", 3000, 4, dict(epsilon=2, delta=1e-5), {}),
+    "ztc-naive": ("robust-regression", 3000, 4, dict(epsilon=2, delta=1e-5), {}),
+    "o2nc-nonprivate": ("robust-regression", 2000, 3, dict(epsilon=None, delta=None), {}),
+    "klt-multi-pass": ("robust-regression", 500, 4, dict(epsilon=4, delta=1e-5), dict(m=8, max_steps=60)),
+    "dp-sgd": ("robust-regression", 3000, 4, dict(epsilon=2, delta=1e-5), {}),
+    "abggmu-spider": ("sigmoid-glm", 1000, 5, dict(epsilon=1, delta=1e-5), {}),
+    "abggmu-tree-spider": ("sigmoid-glm", 5000, 5, dict(epsilon=1, delta=1e-5), {}),
+    "abggmu-convex": ("logistic", 2000, 5, dict(epsilon=1, delta=1e-5), dict(L1=0.25)),
+    "abggmu-glm": ("logistic", 2000, 5, dict(epsilon=1, delta=1e-5), dict(rank=2, L1=0.25)),
+    "lt-sosp": ("saddle", 70000, 4, dict(epsilon=1, delta=1e-6, alpha=0.5), {}),
+    "lt-sosp-nonprivate": ("saddle", 70000, 4, dict(epsilon=None, delta=None, alpha=0.5), {}),
+}
+SEED = 3
+VOLATILE = {"seconds", "checkpoint"}   # wall time, and how this run was checkpointed
+
+def test_every_registered_algorithm_is_covered():
+    assert set(RUNS) == set(ALGORITHMS), set(RUNS) ^ set(ALGORITHMS)
+
+def _argv(algorithm):
+    prob, n, d, kw, ov = RUNS[algorithm]
+    argv = [algorithm, "--problem", prob, "--n", str(n), "--d", str(d), "--seed", str(SEED), "--quiet"]
+    for k in ("epsilon", "delta", "alpha"):
+        if kw.get(k) is not None: argv += [f"--{k}", str(kw[k])]
+    for k, v in ov.items(): argv += ["--set", f"{k}={json.dumps(v)}"]
+    return argv
+
+def _reference(algorithm):
+    prob, n, d, kw, ov = RUNS[algorithm]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return run_algorithm(algorithm, prob, n, d, kw.get("epsilon"), kw.get("delta"), kw.get("alpha"), None, SEED, **ov)
+
+# The child announces each save and then pauses briefly, so the SIGKILL lands while the run is in progress.
+_CHILD = """
+import sys, time
+import dpnotebooks.checkpoint as C
+from dpnotebooks.cli import main
+_save = C.Checkpointer.save
+def save(self, state):
+    _save(self, state); print("saved", self.step, self.total, flush=True); time.sleep(0.05)
+C.Checkpointer.save = save
+sys.exit(main(sys.argv[1:]))
+"""
+
+def _run_and_kill(argv, at_step:int, delay:float, sig=signal.SIGKILL):
+    "Start `dpnb run` in a child process, send `sig` once a checkpoint of step >= at_step exists; return (returncode, last step seen, total)."
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, "run", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    step = total = None
+    for line in proc.stdout:
+        if line.startswith("saved"):
+            step, total = map(int, line.split()[1:])
+            if step >= min(at_step, total - 1):
+                time.sleep(delay); proc.send_signal(sig); break
+    out, err = proc.communicate(timeout=300)
+    return proc.returncode, step, total, err
+
+def _same(a:dict, b:dict):
+    assert a.keys() == b.keys()
+    for k in a.keys() - VOLATILE: assert a[k] == b[k], (k, a[k], b[k])
+
+@pytest.mark.parametrize("algorithm", sorted(RUNS))
+def test_kill_and_resume_is_bit_for_bit(algorithm, tmp_path):
+    ref = _reference(algorithm)
+    rng = np.random.default_rng(sorted(RUNS).index(algorithm))              # a random step and moment, reproducible per algorithm
+    ck = tmp_path / "run.ck"
+    rc, step, total, err = _run_and_kill(_argv(algorithm) + ["--checkpoint", str(ck), "--checkpoint-every", "1"],
+                                         at_step=int(rng.integers(1, 6)), delay=float(rng.uniform(0, 0.05)))
+    assert rc == -signal.SIGKILL, (rc, err[-2000:])                          # killed mid-run, not finished
+    saved = read_checkpoint(ck).meta
+    assert 1 <= saved["step"] < saved["total"]
+    out = tmp_path / "resumed.json"
+    assert main(["run", "--resume", str(ck), "--quiet", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    _same(res, ref)                                                          # x_out, ledger, ε, data use, clipping, stationarity
+    assert res["checkpoint"]["resumed_from"] == saved["step"]
+    if ALGORITHMS[algorithm].access == "single-pass":                        # no sample used twice across the interruption
+        assert res["max_uses_per_sample"] == 1 and res["samples_used"] == ref["samples_used"]
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_saves_and_exits_cleanly(sig, code, tmp_path):
+    ck = tmp_path / "run.ck"
+    rc, step, total, err = _run_and_kill(_argv("klt-single-pass") + ["--checkpoint", str(ck), "--checkpoint-every", "500"], 1, 0.0, sig)
+    assert rc == code, err[-2000:]
+    assert "dpnb run --resume" in err and "Traceback" not in err
+    saved = read_checkpoint(ck).meta
+    assert f"after step {saved['step']};" in err                             # the state of the step it stopped after is on disk
+    out = tmp_path / "r.json"
+    assert main(["run", "--resume", str(ck), "--quiet", "--out", str(out)]) == 0
+    _same(json.loads(out.read_text()), _reference("klt-single-pass"))
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory):
+    "A klt-single-pass run checkpointed every 200 steps; the file after it finished."
+    path = tmp_path_factory.mktemp("ck") / "run.ck"
+    p = get_problem("robust-regression", n=3000, d=4, seed=0)
+    res = minimize(p, "klt-single-pass", epsilon=2, delta=1e-5, seed=SEED, checkpoint=path, checkpoint_every=200)
+    return path, p, res
+
+def test_resume_refuses_another_run(saved_run):
+    path, p, res = saved_run
+    other = get_problem("robust-regression", n=3000, d=4, seed=1)            # other data, same shape
+    with pytest.raises(CheckpointError, match="the dataset"):
+        minimize(other, "klt-single-pass", epsilon=2, delta=1e-5, seed=SEED, checkpoint=path, resume=True)
+    with pytest.raises(CheckpointError, match="the plan"):
+        minimize(p, "klt-single-pass", epsilon=1, delta=1e-5, seed=SEED, checkpoint=path, resume=True)
+    with pytest.raises(CheckpointError, match="the seed"):
+        minimize(p, "klt-single-pass", epsilon=2, delta=1e-5, seed=SEED + 1, checkpoint=path, resume=True)
+    with pytest.raises(CheckpointError, match="already exists"):           # a fresh run never overwrites progress
+        minimize(p, "klt-single-pass", epsilon=2, delta=1e-5, seed=SEED, checkpoint=path)
+
+def test_resuming_a_finished_run_returns_its_result(saved_run):
+    path, p, res = saved_run
+    again = minimize(p, "klt-single-pass", epsilon=2, delta=1e-5, seed=SEED, checkpoint=path, resume=True)
+    assert np.array_equal(again.x, res.x) and again.ledger == res.ledger
+    assert again.trace["checkpoint"]["resumed_from"] == res.trace["plan"].T
+
+@pytest.mark.parametrize("damage, message", [(lambda b: b[:-7], "truncated"), (lambda b: b[:40], "truncated"),
+                                             (lambda b: b[:-100] + bytes([b[-100] ^ 4]) + b[-99:], "corrupted"),
+                                             (lambda b: b"not a checkpoint" + b, "not a dpnotebooks checkpoint")])
+def test_damaged_checkpoints_are_detected_not_loaded(saved_run, tmp_path, damage, message, capsys):
+    bad = tmp_path / "bad.ck"; bad.write_bytes(damage(saved_run[0].read_bytes()))
+    with pytest.raises(CheckpointError, match=message): read_checkpoint(bad)
+    assert main(["run", "--resume", str(bad), "--quiet"]) == 2
+    assert message in capsys.readouterr().err
+
+def test_cli_resume_checks_the_algorithm_name(tmp_path, capsys):
+    ck = tmp_path / "r.ck"
+    assert main(["run", *_argv("ztc-naive"), "--checkpoint", str(ck)]) == 0
+    assert main(["run", "ztc", "--resume", str(ck), "--quiet"]) == 2
+    assert "not 'ztc'" in capsys.readouterr().err
+    assert main(["run", "--quiet"]) == 2                                    # neither an algorithm nor --resume
+    assert main(["run", *_argv("ztc-naive"), "--checkpoint-every", "3"]) == 2  # --checkpoint-every without --checkpoint
+
+from dpnotebooks.problems import RobustRegression, Logistic
+
+class _Flaky(RobustRegression):
+    "robust regression whose loss turns NaN after `after` evaluations (a user loss that breaks mid-run)."
+    def __init__(self, data, after):
+        super().__init__(data); self.calls, self.after = 0, after
+    def psi(self, t, y):
+        self.calls += 1
+        return t * float("nan") if self.calls > self.after else super().psi(t, y)
+
+def test_a_fault_leaves_the_last_good_state_on_disk(tmp_path):
+    p = get_problem("robust-regression", n=3000, d=4, seed=0)
+    path = tmp_path / "f.ck"
+    with pytest.raises(RunStopped) as err:
+        minimize(_Flaky(p.data, after=300), "klt-single-pass", epsilon=2, delta=1e-5, seed=SEED, checkpoint=path, checkpoint_every=10)
+    stop, meta = err.value, read_checkpoint(path).meta
+    assert stop.checkpoint == (path, meta["step"]) and stop.step - 10 <= meta["step"] < stop.step
+    assert "last good state" in str(stop) and str(path) in str(stop)
+    assert meta["ledger"] == ALGORITHMS["klt-single-pass"].build(p, meta_plan(p), make_rng(0))[0].releases(meta["step"])
+
+def meta_plan(p):
+    from dpnotebooks.minimize import plan_run
+    return plan_run(p, "klt-single-pass", epsilon=2, delta=1e-5)
+
+class _FlakyGrad(Logistic):
+    "logistic whose gradient raises after `after` evaluations."
+    def __init__(self, data, after):
+        super().__init__(data); self.calls, self.after = 0, after
+    def dpsi(self, t, y):
+        self.calls += 1
+        if self.calls > self.after: raise ZeroDivisionError("the user's gradient divided by zero")
+        return super().dpsi(t, y)
+
+def test_own_loop_faults_name_the_step_and_its_exact_ledger():
+    "DP-SGD's releases are known step by step: a fault reports the step and the releases made up to it, not the whole budget."
+    p = get_problem("logistic", n=20000, d=4, seed=0)
+    with pytest.raises(RunStopped) as err:
+        minimize(_FlakyGrad(p.data, after=30), "dp-sgd", epsilon=1.0, delta=1e-6, alpha=0.1, seed=0, sampling="poisson")
+    stop = err.value
+    assert stop.step is not None and not stop.at_most and f"step {stop.step}" in str(stop)
+    assert stop.ledger.releases[0].count == stop.step and 0 < stop.epsilon_spent < 1.0
+
+class _CtrlC(RobustRegression):
+    "robust regression that receives SIGINT in the middle of its `at`-th loss evaluation (a user pressing Ctrl-C mid-step)."
+    at, sent = 777, False                                      # class settings: not part of the problem's fingerprint
+    def psi(self, t, y):
+        _CtrlC.at -= 1
+        if _CtrlC.at == 0 and not _CtrlC.sent: _CtrlC.sent = True; os.kill(os.getpid(), signal.SIGINT)
+        return super().psi(t, y)
+
+def test_sigint_in_process_saves_the_step_it_stops_after(tmp_path):
+    "Ctrl-C mid-step is deferred to the end of the step, and that step is saved even between scheduled saves."
+    from dpnotebooks.checkpoint import RunInterrupted
+    p = get_problem("robust-regression", n=3000, d=4, seed=0)
+    path, kw = tmp_path / "i.ck", dict(epsilon=2, delta=1e-5, seed=SEED)
+    with pytest.raises(RunInterrupted) as err:
+        minimize(_CtrlC(p.data), "klt-single-pass", checkpoint=path, checkpoint_every=10**6, **kw)
+    step = read_checkpoint(path).meta["step"]
+    assert step == err.value.step and 1 <= step < 1487 and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    res = minimize(_CtrlC(p.data), "klt-single-pass", checkpoint=path, resume=True, **kw)   # SIGINT is sent only once
+    assert np.array_equal(res.x, minimize(p, "klt-single-pass", **kw).x)
