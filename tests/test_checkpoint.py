@@ -150,21 +150,14 @@ def test_cli_resume_checks_the_algorithm_name(tmp_path, capsys):
     assert main(["run", "--quiet"]) == 2                                    # neither an algorithm nor --resume
     assert main(["run", *_argv("ztc-naive"), "--checkpoint-every", "3"]) == 2  # --checkpoint-every without --checkpoint
 
-from dpnotebooks.problems import RobustRegression, Logistic
-
-class _Flaky(RobustRegression):
-    "robust regression whose loss turns NaN after `after` evaluations (a user loss that breaks mid-run)."
-    def __init__(self, data, after):
-        super().__init__(data); self.calls, self.after = 0, after
-    def psi(self, t, y):
-        self.calls += 1
-        return t * float("nan") if self.calls > self.after else super().psi(t, y)
+from dpnotebooks.problems import RobustRegression
+from test_bad_input import _Flaky, _FlakyGrad   # losses that turn NaN or raise mid-run
 
 def test_a_fault_leaves_the_last_good_state_on_disk(tmp_path):
     p = get_problem("robust-regression", n=3000, d=4, seed=0)
     path = tmp_path / "f.ck"
     with pytest.raises(RunStopped) as err:
-        minimize(_Flaky(p.data, after=300), "klt-single-pass", epsilon=2, delta=1e-5, seed=SEED, checkpoint=path, checkpoint_every=10)
+        minimize(_Flaky(p.data, after=300, mode="nan"), "klt-single-pass", epsilon=2, delta=1e-5, seed=SEED, checkpoint=path, checkpoint_every=10)
     stop, meta = err.value, read_checkpoint(path).meta
     assert stop.checkpoint == (path, meta["step"]) and stop.step - 10 <= meta["step"] < stop.step
     assert "last good state" in str(stop) and str(path) in str(stop)
@@ -174,20 +167,11 @@ def meta_plan(p):
     from dpnotebooks.minimize import plan_run
     return plan_run(p, "klt-single-pass", epsilon=2, delta=1e-5)
 
-class _FlakyGrad(Logistic):
-    "logistic whose gradient raises after `after` evaluations."
-    def __init__(self, data, after):
-        super().__init__(data); self.calls, self.after = 0, after
-    def dpsi(self, t, y):
-        self.calls += 1
-        if self.calls > self.after: raise ZeroDivisionError("the user's gradient divided by zero")
-        return super().dpsi(t, y)
-
 def test_own_loop_faults_name_the_step_and_its_exact_ledger():
     "DP-SGD's releases are known step by step: a fault reports the step and the releases made up to it, not the whole budget."
     p = get_problem("logistic", n=20000, d=4, seed=0)
     with pytest.raises(RunStopped) as err:
-        minimize(_FlakyGrad(p.data, after=30), "dp-sgd", epsilon=1.0, delta=1e-6, alpha=0.1, seed=0, sampling="poisson")
+        minimize(_FlakyGrad(p.data, "raise"), "dp-sgd", epsilon=1.0, delta=1e-6, alpha=0.1, seed=0, sampling="poisson")
     stop = err.value
     assert stop.step is not None and not stop.at_most and f"step {stop.step}" in str(stop)
     assert stop.ledger.releases[0].count == stop.step and 0 < stop.epsilon_spent < 1.0
