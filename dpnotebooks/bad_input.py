@@ -16,6 +16,7 @@ from .problems import Dataset, LinearModel, Problem, RobustRegression, get_probl
 from .minimize import InsufficientDataError, minimize
 from .tree import TreeMechanism
 from .privacy import calibrate_gaussian
+from .checkpoint import CheckpointError
 
 # %% auto #0
 __all__ = ['CASES', 'Touched', 'tripwire', 'Case', 'Outcome', 'try_case', 'outcomes_markdown']
@@ -46,6 +47,7 @@ class Case(NamedTuple):
     error: type
     says: str
     warn: bool = False    # True: a warning (the call may go on), not an error
+    setup: Callable|None = None   # run before the tripwire is set (e.g. a real run that leaves a checkpoint to misuse)
 
 @functools.lru_cache(maxsize=1)
 def _data():
@@ -60,8 +62,20 @@ def _nan_at(a, i): a = np.array(a, float); a.flat[i] = np.nan; return a
 def _file(name, text=None, **arrays):
     path = os.path.join(tempfile.mkdtemp(), name)
     if arrays: np.savez(path, **arrays)
-    else: open(path, "w").write(text)
+    else: open(path, "wb" if isinstance(text, bytes) else "w").write(text)
     return path
+
+@functools.lru_cache(maxsize=1)
+def _saved_run() -> str:
+    "A checkpoint of a finished valid run (epsilon 1, seed 0) on `_data()`, made once, outside the tripwire."
+    path = os.path.join(tempfile.mkdtemp(), "run.ckpt"); _run(checkpoint=path); return path
+def _ckpt(damage=None):
+    "A fresh copy of the saved checkpoint: intact, truncated by 100 bytes, or with one bit flipped in its payload."
+    blob = bytearray(open(_saved_run(), "rb").read())
+    if damage == "truncate": blob = blob[:-100]
+    if damage == "flip": blob[-200] ^= 0x01
+    return _file("copy.ckpt", bytes(blob))
+def _new_path(): return os.path.join(tempfile.mkdtemp(), "run.ckpt")
 
 class _WrongShape(LinearModel):
     "A user loss that sums over the points it was given (returns (b,) instead of (b, k))."
@@ -102,6 +116,19 @@ CASES = [
     Case("tree with length 0", lambda: TreeMechanism(4, 1.0, 0), ValueError, "`length` must be a positive integer"),
     Case("tree with sigma < 0", lambda: TreeMechanism(4, -1.0, 8), ValueError, "`sigma` must be a non-negative number"),
     Case("calibration with epsilon < 0", lambda: calibrate_gaussian(-1.0, 1e-6, 1.0, 10), ValueError, "`epsilon`"),
+    Case("checkpoint path is a directory", lambda: _run(checkpoint=tempfile.mkdtemp()), CheckpointError, "is a directory"),
+    Case("checkpoint path not writable", lambda: _run(checkpoint=os.path.join(_file("f", "x"), "run.ckpt")), CheckpointError, "cannot be written"),
+    Case("checkpoint path holds another run", lambda: _run(checkpoint=_file("run.ckpt", "x")), CheckpointError, "already exists"),
+    Case("checkpoint_every = 0", lambda: _run(checkpoint=_new_path(), checkpoint_every=0), CheckpointError, "positive integer"),
+    Case("checkpoint_every without a path", lambda: _run(checkpoint_every=10), ValueError, "needs a checkpoint path"),
+    Case("resume without a path", lambda: _run(resume=True), ValueError, "needs the checkpoint path"),
+    Case("resume from a missing checkpoint", lambda: _run(checkpoint=_new_path(), resume=True), CheckpointError, "No checkpoint at"),
+    Case("resume from a file that is not a checkpoint", lambda: _run(checkpoint=_file("x.ckpt", "hello"), resume=True), CheckpointError, "not a dpnotebooks checkpoint"),
+    Case("resume from a truncated checkpoint", lambda: _run(checkpoint=_ckpt("truncate"), resume=True), CheckpointError, "truncated", setup=_saved_run),
+    Case("resume from a corrupted checkpoint", lambda: _run(checkpoint=_ckpt("flip"), resume=True), CheckpointError, "SHA-256 does not match", setup=_saved_run),
+    Case("resume with another epsilon", lambda: _run(checkpoint=_ckpt(), resume=True, epsilon=2.0), CheckpointError, "the plan", setup=_saved_run),
+    Case("resume with other data", lambda: _run(_with(y=-_y), checkpoint=_ckpt(), resume=True), CheckpointError, "the dataset", setup=_saved_run),
+    Case("resume with another seed", lambda: _run(checkpoint=_ckpt(), resume=True, seed=1), CheckpointError, "the seed", setup=_saved_run),
 ]
 
 # %% ../nbs/90_bad_input.ipynb #b347c038
@@ -114,6 +141,7 @@ class Outcome(NamedTuple):
 def try_case(case:Case) -> Outcome:
     "Run `case.call` under the tripwire; ok when it raised `case.error` whose message contains `case.says` (or warned so)."
     _data()                                                      # the valid starting problem, built before the tripwire is set
+    if case.setup is not None: case.setup()
     with tripwire(), warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         try: case.call(); err = None

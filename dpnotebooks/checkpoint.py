@@ -14,12 +14,22 @@ from .backend import to_numpy, get_backend, get_dtype, get_xp
 from .problems import Problem, Dataset
 
 # %% auto #0
-__all__ = ['MAGIC', 'FORMAT', 'CheckpointError', 'RunInterrupted', 'content_hash', 'problem_description', 'check_fingerprint',
-           'write_checkpoint', 'Saved', 'read_checkpoint', 'restore_into', 'Checkpointer']
+__all__ = ['MAGIC', 'FORMAT', 'CheckpointError', 'CheckpointWriteError', 'RunInterrupted', 'content_hash', 'problem_description',
+           'check_fingerprint', 'write_checkpoint', 'check_writable', 'Saved', 'read_checkpoint', 'restore_into',
+           'Checkpointer']
 
 # %% ../nbs/04b_checkpoint.ipynb #2f5d7d3c
 class CheckpointError(ValueError):
     "A checkpoint that cannot be written, read or resumed; the message names why and what to do."
+
+class CheckpointWriteError(RuntimeError):
+    "Saving failed mid-run (disk full, permissions lost): the run stops; the last good checkpoint, if any, is intact."
+    def __init__(self, step:int, path, cause:OSError):
+        super().__init__(step, str(path), cause)
+        self.step, self.path, self.cause = step, path, cause
+    def __str__(self):
+        return (f"The state of step {self.step} could not be written to {self.path} ({type(self.cause).__name__}: {self.cause}). "
+                "Free space or fix the permissions, then resume from the last good checkpoint.")
 
 class RunInterrupted(KeyboardInterrupt):
     "A run stopped by SIGINT or SIGTERM at a step boundary, after its state was saved."
@@ -145,6 +155,21 @@ def write_checkpoint(path, # destination (replaced atomically)
     except OSError: pass                      # directories cannot be fsynced on every platform
     return len(blob)
 
+def check_writable(path) -> Path:
+    "Before a run: `path` names a file (not a directory) in a directory we can create and write; `CheckpointError` otherwise."
+    path = Path(path)
+    if path.is_dir(): raise CheckpointError(f"The checkpoint path {path} is a directory. Give a file path, e.g. {path / 'run.ckpt'}.")
+    probe = path.with_name(f".{path.name}.{os.getpid()}.probe")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(probe, "wb") as f: f.write(b"probe")
+    except OSError as err:
+        raise CheckpointError(f"Checkpoints cannot be written to {path.parent} ({type(err).__name__}: {err}). "
+                              "Choose a path in a writable directory.") from None
+    finally:
+        if probe.exists(): probe.unlink()
+    return path
+
 class Saved(NamedTuple):
     "A verified checkpoint: its plain-data `meta` and the loop's state (bytes, unpickled by `Checkpointer.begin`)."
     meta: dict
@@ -201,6 +226,7 @@ class Checkpointer:
         self.rng_state = None                     # the run's root RNGState (set by `minimize`), restored on resume
         self.loaded: Saved|None = None
         self._signal, self._old = None, {}
+        if self.path is not None: check_writable(self.path)
         if resume:
             if self.path is None: raise CheckpointError("`resume=True` needs the checkpoint path (`checkpoint=PATH`).")
             self.loaded = read_checkpoint(self.path)
@@ -245,7 +271,9 @@ def _save(self, state:dict):
     meta = dict(loop=self.loop, step=self.step, total=self.total, every=self.every, fingerprint=self.fingerprint, info=self.info,
                 rng=self.rng_state, ledger=self.ledger_at(self.step) if self.ledger_at is not None else None,
                 written=time.time())
-    self.bytes = write_checkpoint(self.path, meta, _dumps(state, self.externals))
+    blob = _dumps(state, self.externals)
+    try: self.bytes = write_checkpoint(self.path, meta, blob)
+    except OSError as err: raise CheckpointWriteError(self.step, self.path, err) from err
     self.saved_step, self.saves = self.step, self.saves + 1
     self.seconds += time.perf_counter() - t0
 

@@ -15,14 +15,14 @@ from .ledger import Ledger, Release, Result, check_budget, BudgetExceededError
 from .smoothing import smoothing_constant
 from .streams import DataStream, MultiPassView
 from .o2nc import o2nc, periodic_samples, RunStopped
-from .checkpoint import Checkpointer, content_hash, problem_description
+from .checkpoint import Checkpointer, CheckpointWriteError, content_hash, problem_description
 
 # %% auto #0
 __all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'CLIP_WARN_ABOVE', 'InsufficientDataError', 'Plan',
            'n_for_rate', 'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate', 'klt_single_pass_recipe',
            'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate', 'ztc_recipe', 'naive_rate',
            'naive_recipe', 'dpsgd_recipe', 'Algorithm', 'register', 'list_algorithms', 'check_request', 'plan_run',
-           'run_fingerprint', 'minimize']
+           'run_fingerprint', 'minimize', 'planned_ledger']
 
 # %% ../nbs/30_minimize.ipynb #a12035c3
 class InsufficientDataError(ValueError):
@@ -141,6 +141,7 @@ def klt_single_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float
     if periodic_samples(T, period, period, 1) > n:
         raise InsufficientDataError(f"{name}: n = {n} is too small for even one period of Σ = {period} samples plus one step. Use more data.")
     M = min(T, max(1, math.floor(alpha / (4 * D))))
+    D = min(D, alpha / (4 * M))                           # M >= 1: when D > α/4 (β > L/2, a vacuous target) a block must still span <= α/4
     L1 = 2 * smoothing_constant(d) * L / alpha            # F_α is L1-smooth (KLT Fact 2.3(iii), sharp constant)
     tau2 = L1 * D
     C2 = 2 * L1 * D + tau2                                 # mean increment ≤ L1·||z_t − z_{t−1}|| ≤ 2 L1 D, plus deviation τ2
@@ -200,6 +201,7 @@ def klt_multi_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float,
                          f"Ask for a larger beta (T scales as 1/beta^3) or raise max_steps.")
     period = min(T, max(1, round(alpha / (D * math.sqrt(d)))))
     M = min(T, max(1, math.floor(alpha / (4 * D))))
+    D = min(D, alpha / (4 * M))                           # M >= 1: when D > α/4 (β > L/2, a vacuous target) a block must still span <= α/4
     L1 = 2 * smoothing_constant(d) * L / alpha
     tau2 = L1 * D
     C1, C2 = 2 * L, 2 * L1 * D + tau2
@@ -347,6 +349,7 @@ class Algorithm(NamedTuple):
     unit_ledger: Callable|None = None  # own loop: (problem, plan) -> the ledger at noise scale 1, for recalibration
     stationarity: str = "goldstein"    # what the run certifies: 'goldstein' (radius 2α) or 'gradient' (smooth losses)
     ledger_at: Callable|None = None    # own loop: (problem, plan, step) -> the releases made by the end of `step` (None: only the plan's total is known)
+    planned: Callable|None = None      # own loop, private: (problem, plan) -> the Ledger of the whole run (what its budget check prices)
 
 ALGORITHMS: dict = {}
 
@@ -401,7 +404,7 @@ for _alg in (
     Algorithm("o2nc-nonprivate", "Kornowski & Shamir 2023: O2NC + two-point oracle, no noise (NOT private)", _nonprivate, _build_naive, private=False),
     Algorithm("dp-sgd", "DP-SGD on F_alpha: per-sample clipped gradients at x + y, y ~ U(B_alpha), Gaussian noise", dpsgd_recipe, None,
               access="multi-pass", run=lambda *a: _run_dpsgd(*a), unit_ledger=lambda problem, plan: _dpsgd_unit_ledger(plan),
-              ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step)),
+              ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step), planned=lambda problem, plan: _dpsgd_ledger_at(plan, plan.T)),
 ): register(_alg)
 
 # %% ../nbs/30_minimize.ipynb #ab970946
@@ -542,9 +545,11 @@ def minimize(problem, # a `Problem` with its data
             with ck: res = alg.run(problem, plan, rng, seed, x0, progress, t0, ck)
         except (ValueError, TypeError, InsufficientDataError, BudgetExceededError): raise       # refusals and bad input
         except Exception as err:
-            stop = RunStopped(ck.step + 1, None, f"the loss or the algorithm raised {type(err).__name__}: {err}", algorithm=algorithm)
+            stop = (RunStopped.write_failed(err) if isinstance(err, CheckpointWriteError)    # step err.step done and released
+                    else RunStopped(ck.step + 1, None, f"the loss or the algorithm raised {type(err).__name__}: {err}"))
+            stop.algorithm = algorithm
             if alg.private and ck.ledger_at is not None:
-                stop.ledger = ck.ledger_at(ck.step + 1); stop.epsilon_spent = stop.ledger.spent(plan.delta, accountant)
+                stop.ledger = ck.ledger_at(stop.step); stop.epsilon_spent = stop.ledger.spent(plan.delta, accountant)
             elif alg.private: stop.epsilon_spent, stop.at_most = plan.epsilon, True
             stop.checkpoint = (ck.path, ck.saved_step) if ck.path is not None else None
             raise stop from err
@@ -606,6 +611,19 @@ def _run_dpsgd(problem, plan, rng, seed, x0, progress, t0, ck=None):
     return Result(out.x_out, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant,
                   int((view.uses > 0).sum()), view.max_uses,
                   out.clip.fraction, trace, time.perf_counter() - t0)
+
+# %% ../nbs/30_minimize.ipynb #65dc85ef
+def planned_ledger(problem, # the `Problem` the plan is for (its data are not read)
+                   plan:Plan, # from `plan_run` (or a `Result`'s `trace['plan']`)
+                  ) -> Ledger:
+    "The releases a run of `plan` will make, priced before any data is read (what `minimize` checks against the budget)."
+    if plan.algorithm not in ALGORITHMS: raise ValueError(f"Unknown algorithm {plan.algorithm!r}. Available: {', '.join(ALGORITHMS)}.")
+    alg = ALGORITHMS[plan.algorithm]
+    if alg.run is not None and alg.planned is not None: return alg.planned(problem, plan)
+    if not alg.private: return _nonprivate_ledger()
+    if alg.run is not None: raise ValueError(f"{plan.algorithm} does not declare its planned ledger (`Algorithm.planned`).")
+    oracle, _ = alg.build(problem, plan, make_rng(0))
+    return oracle.releases(plan.T)
 
 # %% ../nbs/30_minimize.ipynb #769f83c5
 import dpnotebooks.smooth_algorithms  # registers the smooth algorithms (32_smooth_algorithms)

@@ -12,7 +12,7 @@ import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
 from .ledger import Ledger, Release
 from .clipping import ClipCounter
-from .checkpoint import Checkpointer, restore_into
+from .checkpoint import Checkpointer, CheckpointWriteError, restore_into
 
 # %% auto #0
 __all__ = ['O2NC_STREAM', 'period_position', 'Oracle', 'periodic_samples', 'TreeOracle', 'ExactOracle', 'clip_ball',
@@ -122,11 +122,15 @@ def _check_o2nc_args(T, D, eta, M, restart_every):
 # %% ../nbs/10_o2nc.ipynb #a515aa22
 O2NC_STREAM = 0x6f32  # first key of the driver's own streams (s_t and the output choice), apart from the oracle's
 
+_LOSS_FIX = "Fix the loss (it must be finite on the whole domain) and run again."
+
 class RunStopped(RuntimeError):
     "A run stopped by a fault mid-run: the step, the last good iterate, why, and (filled in by `minimize`) what was released so far."
     def __init__(self, step:int|None, x, reason:str, ledger=None, epsilon_spent:float|None=None, algorithm:str|None=None,
-                 at_most:bool=False): # at_most: `epsilon_spent` bounds the releases made (the plan's whole budget), step unknown
+                 at_most:bool=False, # at_most: `epsilon_spent` bounds the releases made (the plan's whole budget), step unknown
+                 fix:str|None=None): # what the user should do (default: fix the loss)
         super().__init__(step, reason)
+        self.fix = fix or _LOSS_FIX
         self.step, self.x, self.reason, self.ledger, self.epsilon_spent, self.algorithm = step, x, reason, ledger, epsilon_spent, algorithm
         self.at_most, self.checkpoint = at_most, None   # checkpoint: (path, step) of the last saved state, set by `minimize`
     def __str__(self):
@@ -137,11 +141,19 @@ class RunStopped(RuntimeError):
         else: spent = (f" Privacy spent by the releases made so far: epsilon = {self.epsilon_spent:.4g} (their ledger is `err.ledger`); "
                        "nothing more is released.")
         last = " The last good iterate is `err.x`." if self.x is not None else ""
-        if self.checkpoint is not None and self.checkpoint[1] is not None:
+        if self.checkpoint is not None and self.checkpoint[1] is not None and self.fix != _LOSS_FIX:
+            last += f" The last good state (step {self.checkpoint[1]}) is saved in {self.checkpoint[0]}."
+        elif self.checkpoint is not None and self.checkpoint[1] is not None:
             last += (f" The last good state (step {self.checkpoint[1]}) is saved in {self.checkpoint[0]}; resuming it recomputes the later "
                      "steps with the same samples and noise, so resume only if the fix leaves the loss's finite values unchanged "
                      "(otherwise start a new run).")
-        return head + spent + last + " Fix the loss (it must be finite on the whole domain) and run again."
+        return head + spent + last + " " + self.fix
+
+    @classmethod
+    def write_failed(cls, err:CheckpointWriteError, x=None) -> RunStopped:
+        "The stop of a run whose checkpoint could not be saved after step `err.step` (that step's releases were made)."
+        return cls(err.step, x, f"saving the checkpoint failed ({type(err.cause).__name__}: {err.cause})",
+                   fix=f"Free space or fix the permissions where {err.path} lives, then resume from the last good checkpoint.")
 
 def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
          x0, # initial point, shape (d,)
@@ -199,5 +211,6 @@ def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
         if record: Z[t - 1], Ds[t - 1] = to_numpy(z), to_numpy(Delta)
         if callback is not None: callback(t, z, g)
         Delta = learner.update(Delta, g)                 # Δ_{t+1} = clip_D(Δ_t − η g̃_t)
-        ck.tick(t, lambda: dict(t=t, x=x, Delta=Delta, sums=sums, chosen=chosen, gn=gn, Z=Z, Ds=Ds, S=S, k=k, oracle=oracle))
+        try: ck.tick(t, lambda: dict(t=t, x=x, Delta=Delta, sums=sums, chosen=chosen, gn=gn, Z=Z, Ds=Ds, S=S, k=k, oracle=oracle))
+        except CheckpointWriteError as err: raise RunStopped.write_failed(err, to_numpy(x)) from err
     return O2NCOutput(to_numpy(chosen / M), to_numpy(sums / M), k, to_numpy(x), gn, Z, Ds, np.arange(0, K, stride))

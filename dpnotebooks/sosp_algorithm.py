@@ -132,7 +132,9 @@ def _run_lt_sosp(problem, plan, rng, seed, x0, progress, t0, ck=None):
 _nonprivate_recipe = partial(lt_sosp_recipe, private=False)   # ε and δ are ignored
 for _alg in (
     Algorithm("lt-sosp", "LT Thm 3.17: adaptive-batch private Spider + saddle escape (second-order points), single pass, tree per refresh",
-              lt_sosp_recipe, None, access="single-pass", run=lambda *a: _run_lt_sosp(*a), unit_ledger=_refuse_fields, stationarity="sosp"),
+              lt_sosp_recipe, None, access="single-pass", run=lambda *a: _run_lt_sosp(*a), unit_ledger=_refuse_fields, stationarity="sosp",
+              planned=lambda problem, plan: sosp_releases(SOSPParams(**plan.extra["params"]))),
     Algorithm("lt-sosp-nonprivate", "LT Alg. 3 without privacy noise (escape perturbation only): NOT private", _nonprivate_recipe, None,
-              private=False, access="single-pass", run=lambda *a: _run_lt_sosp(*a), unit_ledger=_refuse_fields, stationarity="sosp"),
+              private=False, access="single-pass", run=lambda *a: _run_lt_sosp(*a), unit_ledger=_refuse_fields, stationarity="sosp",
+              planned=lambda problem, plan: sosp_releases(SOSPParams(**plan.extra["params"]))),
 ): register(_alg)

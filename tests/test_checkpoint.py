@@ -195,3 +195,48 @@ def test_sigint_in_process_saves_the_step_it_stops_after(tmp_path):
     assert step == err.value.step and 1 <= step < 1487 and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     res = minimize(_CtrlC(p.data), "klt-single-pass", checkpoint=path, resume=True, **kw)   # SIGINT is sent only once
     assert np.array_equal(res.x, minimize(p, "klt-single-pass", **kw).x)
+
+@pytest.mark.parametrize("algorithm", sorted(RUNS))
+def test_a_failed_save_stops_with_its_ledger_and_resumes(algorithm, tmp_path, monkeypatch):
+    "Disk full at the 3rd save: the run stops with RunStopped naming the step whose state was lost and the exact ledger of the releases made by then; the 2nd save is intact and resumes bit for bit."
+    import errno
+    import dpnotebooks.checkpoint as C
+    prob, n, d, kw, ov = RUNS[algorithm]
+    p, path = get_problem(prob, n=n, d=d, seed=0), tmp_path / "full.ck"
+    args = dict(kw, seed=SEED, **ov)
+    real = C.write_checkpoint
+    def disk_full(target, meta, state):
+        if meta["step"] > 2: raise OSError(errno.ENOSPC, "No space left on device")
+        return real(target, meta, state)
+    monkeypatch.setattr(C, "write_checkpoint", disk_full)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RunStopped) as err: minimize(p, algorithm, checkpoint=path, checkpoint_every=1, **args)
+        stop = err.value
+        assert stop.step == 3 and stop.checkpoint == (path, 2) and "No space left" in str(stop) and "resume" in str(stop)
+        assert read_checkpoint(path).meta["step"] == 2
+        if ALGORITHMS[algorithm].private and algorithm != "lt-sosp":     # lt-sosp's releases are known only as the plan's total
+            assert not stop.at_most and stop.ledger is not None and 0 < stop.epsilon_spent <= kw["epsilon"] * (1 + 1e-9)
+        monkeypatch.setattr(C, "write_checkpoint", real)
+        resumed = minimize(p, algorithm, checkpoint=path, resume=True, **args)
+        fresh = minimize(p, algorithm, **args)
+    assert np.array_equal(resumed.x, fresh.x) and resumed.ledger == fresh.ledger and resumed.samples_used == fresh.samples_used
+
+def test_an_unwritable_checkpoint_path_is_refused_before_the_run(tmp_path):
+    (tmp_path / "a_file").write_text("x")
+    p = get_problem("robust-regression", n=3000, d=4, seed=0)
+    for path, says in ((tmp_path / "a_file" / "r.ck", "cannot be written"), (tmp_path, "is a directory")):
+        with pytest.raises(CheckpointError, match=says): minimize(p, "klt-single-pass", epsilon=2, delta=1e-5, seed=0, checkpoint=path)
+    assert main(["run", *_argv("ztc-naive"), "--checkpoint", str(tmp_path / "a_file" / "r.ck")]) == 2
+
+@pytest.mark.parametrize("algorithm", sorted(RUNS))
+def test_the_run_spends_what_its_plan_was_priced_at(algorithm):
+    "`planned_ledger` (what `minimize` checks against the budget before reading data) is exactly the ledger the finished run reports."
+    from dpnotebooks.minimize import plan_run, planned_ledger
+    prob, n, d, kw, ov = RUNS[algorithm]
+    p = get_problem(prob, n=n, d=d, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = plan_run(p, algorithm, kw.get("epsilon"), kw.get("delta"), kw.get("alpha"), **ov)
+        res = minimize(p, algorithm, seed=SEED, **kw, **ov)
+    assert res.trace["plan"] == plan and planned_ledger(p, plan) == res.ledger
