@@ -15,7 +15,7 @@ from .ledger import Release, Ledger
 from .clipping import ClipCounter, clip_rows, fo_grad_clipped
 from .streams import DataStream
 from .problems import Dataset, LinearModel
-from .o2nc import clip_ball
+from .o2nc import clip_ball, stop_if_nonfinite
 from .checkpoint import Checkpointer, restore_into
 
 # %% auto #0
@@ -285,6 +285,7 @@ def recursive_regularization(problem, # a convex, smooth `Problem` (phased-sgd: 
             eta = min(math.log(m) / (mu * m), 1.0 / (L1 + mu))
             o = phased_sgd(problem, stream, m, eta, R_t, sig[t - 1], clip, mu, lams[:t], centers, None, stage_rng)
             phases = o.phases
+        stop_if_nonfinite(t, o.w, outs[-1])
         outs.append(to_numpy(o.w)); etas.append(eta)
         counter = ClipCounter(counter.clipped + o.clip.clipped, counter.total + o.clip.total)
         ck.tick(t, lambda: dict(t=t, outs=outs, etas=etas, counter=counter, phases=phases, rng=rng, stream=stream))

@@ -15,7 +15,7 @@ from .ledger import Release, Ledger
 from .clipping import ClipCounter, fo_grad_clipped
 from .streams import MultiPassView
 from .problems import Dataset
-from .o2nc import clip_ball
+from .o2nc import clip_ball, stop_if_nonfinite
 from .checkpoint import Checkpointer, restore_into
 
 # %% auto #0
@@ -140,8 +140,9 @@ def dp_sgd(problem, # a `Problem` (needs `grad_each`, `dim`, `x0`)
         S, c = clipped_grad_sum(problem, x, data.batch(idx), clip, alpha, rng.child(DPSGD_STREAM, 2, t))
         noise = rng.child(DPSGD_STREAM, 3, t).normal(d, scale=sigma, dtype=NOISE_DTYPE) if sigma > 0 else 0.0
         g = S / batch_size + noise if sampling == "shuffle" else (S + noise) / batch_size
-        x = x - lr * g
+        x_good, x = x, x - lr * g
         if radius is not None: x = clip_ball(x, radius)
+        stop_if_nonfinite(t, x, x_good)
         if t > tail: x_sum = x_sum + x
         norms[t - 1], counter = float(xp.linalg.norm(g)), counter.add(c)
         ck.tick(t, lambda: dict(t=t, x=x, x_sum=x_sum, norms=norms, counter=counter, view=data, rng=rng))

@@ -545,13 +545,15 @@ def minimize(problem, # a `Problem` with its data
             with ck: res = alg.run(problem, plan, rng, seed, x0, progress, t0, ck)
         except (ValueError, TypeError, InsufficientDataError, BudgetExceededError): raise       # refusals and bad input
         except Exception as err:
-            stop = (RunStopped.write_failed(err) if isinstance(err, CheckpointWriteError)    # step err.step done and released
-                    else RunStopped(ck.step + 1, None, f"the loss or the algorithm raised {type(err).__name__}: {err}"))
+            if isinstance(err, RunStopped): stop = err                        # a NaN or inf iterate, at its step (`stop_if_nonfinite`)
+            elif isinstance(err, CheckpointWriteError): stop = RunStopped.write_failed(err)   # step err.step done and released
+            else: stop = RunStopped(ck.step + 1, None, f"the loss or the algorithm raised {type(err).__name__}: {err}")
             stop.algorithm = algorithm
             if alg.private and ck.ledger_at is not None:
                 stop.ledger = ck.ledger_at(stop.step); stop.epsilon_spent = stop.ledger.spent(plan.delta, accountant)
             elif alg.private: stop.epsilon_spent, stop.at_most = plan.epsilon, True
             stop.checkpoint = (ck.path, ck.saved_step) if ck.path is not None else None
+            if stop is err: raise
             raise stop from err
         if not np.all(np.isfinite(to_numpy(res.x))):
             raise RunStopped(None, None, "the output is NaN or inf: the loss produced non-finite values during the run", ledger=res.ledger,

@@ -16,7 +16,7 @@ from .checkpoint import Checkpointer, CheckpointWriteError, restore_into
 
 # %% auto #0
 __all__ = ['O2NC_STREAM', 'period_position', 'Oracle', 'periodic_samples', 'TreeOracle', 'ExactOracle', 'clip_ball',
-           'ProjectedOGD', 'O2NCOutput', 'RunStopped', 'o2nc']
+           'ProjectedOGD', 'O2NCOutput', 'RunStopped', 'stop_if_nonfinite', 'o2nc']
 
 # %% ../nbs/10_o2nc.ipynb #24ed6eff
 def period_position(t:int, # global step t ≥ 1
@@ -154,6 +154,14 @@ class RunStopped(RuntimeError):
         "The stop of a run whose checkpoint could not be saved after step `err.step` (that step's releases were made)."
         return cls(err.step, x, f"saving the checkpoint failed ({type(err.cause).__name__}: {err.cause})",
                    fix=f"Free space or fix the permissions where {err.path} lives, then resume from the last good checkpoint.")
+
+def stop_if_nonfinite(t:int, # the step that produced `x`
+                      x, # the new iterate
+                      last_good, # the iterate before it (reported as `err.x`)
+                     ):
+    "Loops with their own steps (DP-SGD, SpiderBoost, LT) call this before saving step t: a NaN or inf iterate stops the run there."
+    if not bool(get_xp().all(get_xp().isfinite(asarray(x)))):
+        raise RunStopped(t, to_numpy(last_good), "the iterate became NaN or inf at this step: the loss produced non-finite values")
 
 def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
          x0, # initial point, shape (d,)

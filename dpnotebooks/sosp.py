@@ -16,6 +16,7 @@ from .clipping import Clipped, ClipCounter, _check_bound
 from .streams import DataStream
 from .tree import TreeMechanism
 from .checkpoint import Checkpointer, restore_into
+from .o2nc import stop_if_nonfinite
 from .spiderboost import clipped_mean_gradient, clipped_mean_difference, _chunks
 
 # %% auto #0
@@ -309,6 +310,7 @@ def lt_sosp(problem, # a smooth `Problem` (`grad_each`; `hess_each` or finite di
         if escaping: g = g_anc + H_anc @ (x - x_anc) + rng.child(SOSP_STREAM, 2, t).normal(d, scale=p.sigma_esc, dtype=NOISE_DTYPE)   # RELEASED
         else: g = released
         x_prev, x = x, x - p.eta * g
+        stop_if_nonfinite(t + 1, x, x_prev)
         gnorm = _norm(g); drift += gnorm
         for key, v in zip(rec, (refresh, bt, k, rnorm, gnorm, escaping, ls, hs)): rec[key].append(v)
         xs.append(to_numpy(x))

@@ -19,6 +19,7 @@ from .clipping import ClipCounter, clip_rows
 from .streams import DataStream, MultiPassView
 from .problems import Dataset, LinearModel
 from .checkpoint import Checkpointer, restore_into
+from .o2nc import stop_if_nonfinite
 
 # %% auto #0
 __all__ = ['SPIDER_STREAM', 'clipped_mean_gradient', 'clipped_mean_difference', 'SpiderState', 'spider_init', 'spider_estimate',
@@ -264,7 +265,8 @@ def private_spiderboost(problem, # a `Problem` with `grad_each`
         v, clip, std, lam = spider_estimate(problem, s, batch, bt, cp, L0, L1, z1 if cp else z2, rng.child(SPIDER_STREAM, 2, t))
         stds[t], zs[t] = std, (std * bt / lam if lam > 0 else 0.0)
         norms[t] = float(to_numpy(get_xp().linalg.norm(v)))
-        s = spider_step(s, v, clip, eta=eta)
+        w_good, s = s.w, spider_step(s, v, clip, eta=eta)
+        stop_if_nonfinite(t + 1, s.w, w_good)
         if s.t == pick: w_bar = to_numpy(s.w)
         if record: W.append(to_numpy(s.w)); V.append(to_numpy(v))
         ck.tick(t + 1, lambda: dict(s=s, W=W, V=V, stds=stds, zs=zs, norms=norms, w_bar=w_bar, pick=pick, rng=rng, view=data))
@@ -386,6 +388,7 @@ def tree_spider(problem, # a `Problem` with `grad_each`
         w, clip, pts, ests, ks, path, leaf_no, w_pick, pick, rng = (saved[k] for k in ("w", "clip", "pts", "ests", "ks", "path", "leaf_no", "w_pick", "pick", "rng"))
         start = saved["t"] + 1; restore_into(stream, saved["stream"])
     for t in range(start, T + 1):
+        w_good = w
         g, c = clipped_mean_gradient(problem, w, stream.take(b)[1], L0, b); clip = clip.add(c)
         if sigma_root > 0: g = g + rng.child(SPIDER_STREAM, 4, t, 0).normal(d, sigma_root, dtype=NOISE_DTYPE)
         W, G = xp.stack([w] * (D + 1)), xp.stack([g] * (D + 1))
@@ -404,6 +407,7 @@ def tree_spider(problem, # a `Problem` with `grad_each`
             if gn <= 2 * alpha_tilde:
                 return TreeSpiderOutput(to_numpy(w), True, t, k, leaf_no, clip, *_rec(record, pts, ests, ks, path))
             if k < 2 ** D - 1 or step_after_last_leaf: w = w - (r / gn) * g
+        stop_if_nonfinite(t, w, w_good)
         ck.tick(t, lambda: dict(t=t, w=w, clip=clip, pts=pts, ests=ests, ks=ks, path=path, leaf_no=leaf_no, w_pick=w_pick, pick=pick,
                                 rng=rng, stream=stream))
     return TreeSpiderOutput(w_pick, False, T, -1, T * 2 ** D, clip, *_rec(record, pts, ests, ks, path))

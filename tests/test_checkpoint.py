@@ -240,3 +240,35 @@ def test_the_run_spends_what_its_plan_was_priced_at(algorithm):
         plan = plan_run(p, algorithm, kw.get("epsilon"), kw.get("delta"), kw.get("alpha"), **ov)
         res = minimize(p, algorithm, seed=SEED, **kw, **ov)
     assert res.trace["plan"] == plan and planned_ledger(p, plan) == res.ledger
+
+from dpnotebooks.problems import Saddle
+
+class _NaNSaddle(Saddle):
+    "The saddle problem whose per-sample gradients turn NaN after 30 evaluations."
+    def __init__(self, data): super().__init__(data); self.calls = 0
+    def grad_each(self, X, batch):
+        self.calls += 1
+        g = super().grad_each(X, batch)
+        return g * float("nan") if self.calls > 30 else g
+
+@pytest.mark.parametrize("algorithm", ["dp-sgd", "abggmu-spider", "abggmu-tree-spider", "abggmu-convex", "abggmu-glm", "lt-sosp"])
+def test_own_loop_nan_stops_at_its_step_with_the_last_good_state_saved(algorithm, tmp_path):
+    "Own loops check each new iterate before saving it: a NaN stops the run at that step, with the last good iterate, the exact ledger of the releases made by then (an upper bound for lt-sosp), and the previous step on disk."
+    from dpnotebooks.minimize import plan_run
+    path = tmp_path / "nan.ck"
+    if algorithm == "lt-sosp":
+        p = _NaNSaddle(get_problem("saddle", n=70000, d=4, seed=0).data); kw = dict(epsilon=1, delta=1e-6, alpha=0.5)
+    else:
+        p = _FlakyGrad(get_problem("logistic", n=20000, d=4, seed=0).data, "nan")
+        kw = dict(epsilon=1.0, delta=1e-6, alpha=0.1, **(dict(L1=0.25, rank=2) if algorithm == "abggmu-glm" else {}))
+        if algorithm in ("abggmu-tree-spider", "abggmu-convex"): p.calls = -100   # a round (stage) makes many gradient calls: fail in the 2nd or later
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RunStopped) as err: minimize(p, algorithm, seed=0, checkpoint=path, checkpoint_every=1, **kw)
+    stop = err.value
+    assert stop.step is not None and f"step {stop.step}" in str(stop) and "NaN or inf" in str(stop) and np.all(np.isfinite(stop.x))
+    assert stop.step > 1 and stop.checkpoint == (path, stop.step - 1) and read_checkpoint(path).meta["step"] == stop.step - 1
+    if algorithm == "lt-sosp": assert stop.at_most and stop.epsilon_spent == 1
+    else:
+        plan = plan_run(p, algorithm, kw["epsilon"], kw["delta"], kw["alpha"], **{k: v for k, v in kw.items() if k in ("L1", "rank")})
+        assert not stop.at_most and stop.ledger == ALGORITHMS[algorithm].ledger_at(p, plan, stop.step) and 0 < stop.epsilon_spent <= 1
