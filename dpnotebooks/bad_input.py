@@ -77,6 +77,11 @@ def _ckpt(damage=None):
     return _file("copy.ckpt", bytes(blob))
 def _new_path(): return os.path.join(tempfile.mkdtemp(), "run.ckpt")
 
+class _DimMismatch(Problem):
+    "A user loss |<x, a> − y| declared in R^3 on data whose features are in R^4."
+    def value_each(self, X, batch): return abs(np.einsum("bkd,bd->bk", X, batch.A) - batch.y[:, None])
+    def value(self, X, batch): return abs(X @ batch.A.T - batch.y[None, :])
+
 class _WrongShape(LinearModel):
     "A user loss that sums over the points it was given (returns (b,) instead of (b, k))."
     def psi(self, t, y): return (t - y).sum(axis=-1)
@@ -92,6 +97,7 @@ CASES = [
     Case("empty data", lambda: RobustRegression(Dataset(np.zeros((0, 4)), np.zeros(0))), ValueError, "empty"),
     Case("x0 of the wrong dimension", lambda: _run(x0=np.zeros(3)), ValueError, "must have shape (4,)"),
     Case("x0 with NaN", lambda: _run(x0=np.array([0.0, np.nan, 0.0, 0.0])), ValueError, "NaN or inf"),
+    Case("loss in R^3, features in R^4", lambda: _run(_DimMismatch(_data().data, 3, 1.0, np.zeros(3))), ValueError, "declared in R^3 but the data have 4 features"),
     Case("loss returning the wrong shape", lambda: _run(_WrongShape(_data().data, 4, 1.0, np.zeros(4))), ValueError, "must return (2, 3)"),
     Case("declared L not positive", lambda: Problem(_data().data, 4, 0.0, np.zeros(4)), ValueError, "Lipschitz"),
     Case("epsilon = 0", lambda: _run(epsilon=0.0), ValueError, "`epsilon` must be a positive finite number"),

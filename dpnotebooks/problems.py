@@ -437,8 +437,11 @@ def check_loss(problem:Problem, b:int=2, k:int=3):
     for name, f, want in checks:
         try: out = f()
         except Exception as err:
+            p = problem.data.A.shape[1]
+            hint = (f" The problem is declared in R^{d} but the data have {p} features: a loss that pairs x with a sample's features "
+                    f"needs dim = {p}." if p != d else "")
             raise ValueError(f"{type(problem).__name__}.{name} failed on a probe of {b} samples and {k} points in R^{d}: {err}. "
-                             f"It must return shape {want}.") from err
+                             f"It must return shape {want}.{hint}") from err
         if tuple(getattr(out, "shape", ())) != want:
             raise ValueError(f"{type(problem).__name__}.{name} returned shape {tuple(getattr(out, 'shape', ()))} on {b} samples and {k} points "
                              f"in R^{d}; it must return {want} (one entry per sample and point). Vectorize the loss over both axes.")
