@@ -225,6 +225,7 @@ class Checkpointer:
         self.ledger_at: Callable|None = None      # step -> the Ledger of the releases made by then (set by `minimize`)
         self.rng_state = None                     # the run's root RNGState (set by `minimize`), restored on resume
         self.loaded: Saved|None = None
+        self.loop = self.total = None             # set by `begin`: None means the loop has not started (nothing released yet)
         self._signal, self._old = None, {}
         if self.path is not None: check_writable(self.path)
         if resume:
@@ -245,15 +246,17 @@ def _begin(self, loop:str, # the loop's name, e.g. 'o2nc'
            externals:dict, # name -> the problem / dataset the state refers to (never copied)
           ) -> dict|None:
     "Called by a loop before its first step: the saved state when resuming (then `self.step` is its step), else None."
-    self.loop, self.total, self.externals = loop, int(total), {k: v for k, v in externals.items() if v is not None}
-    if self.every is None: self.every = max(1, -(-self.total // 100))
-    if self.loaded is None: return None
-    meta = self.loaded.meta
-    if meta.get("loop") != loop or meta.get("total") != self.total:
-        raise CheckpointError(f"The checkpoint {self.path} was written by the loop {meta.get('loop')!r} of {meta.get('total')} steps; "
-                              f"this run is {loop!r} of {self.total} steps. Resume it with the run that wrote it.")
-    state = _loads(self.loaded.state, self.externals)
-    self.step = self.saved_step = int(meta["step"])
+    total, self.externals = int(total), {k: v for k, v in externals.items() if v is not None}
+    if self.every is None: self.every = max(1, -(-total // 100))
+    state = None
+    if self.loaded is not None:
+        meta = self.loaded.meta
+        if meta.get("loop") != loop or meta.get("total") != total:
+            raise CheckpointError(f"The checkpoint {self.path} was written by the loop {meta.get('loop')!r} of {meta.get('total')} steps; "
+                                  f"this run is {loop!r} of {total} steps. Resume it with the run that wrote it.")
+        state = _loads(self.loaded.state, self.externals)
+        self.step = self.saved_step = int(meta["step"])
+    self.loop, self.total = loop, total               # set last: a refusal above leaves the loop "not begun"
     return state
 
 def _tick(self, t:int, # the step just completed

@@ -543,8 +543,8 @@ def minimize(problem, # a `Problem` with its data
         if alg.ledger_at is not None and alg.private: ck.ledger_at = lambda s: alg.ledger_at(problem, plan, s)
         try:
             with ck: res = alg.run(problem, plan, rng, seed, x0, progress, t0, ck)
-        except (ValueError, TypeError, InsufficientDataError, BudgetExceededError): raise       # refusals and bad input
         except Exception as err:
+            if ck.loop is None: raise                   # refusals and bad input: raised before the loop began, nothing was released
             if isinstance(err, RunStopped): stop = err                        # a NaN or inf iterate, at its step (`stop_if_nonfinite`)
             elif isinstance(err, CheckpointWriteError): stop = RunStopped.write_failed(err)   # step err.step done and released
             else: stop = RunStopped(ck.step + 1, None, f"the loss or the algorithm raised {type(err).__name__}: {err}")

@@ -101,10 +101,11 @@ class _FlakyGrad(__import__("dpnotebooks.problems", fromlist=["Logistic"]).Logis
         self.calls += 1
         if self.calls > 20:
             if self.mode == "raise": raise ZeroDivisionError("the user's gradient divided by zero")
+            if self.mode == "domain": raise ValueError("math domain error")   # a ValueError mid-run is a fault, not a refusal
             return super().dpsi(t, y) * float("nan")
         return super().dpsi(t, y)
 
-@pytest.mark.parametrize("mode,says", [("nan", "NaN or inf"), ("raise", "ZeroDivisionError")])
+@pytest.mark.parametrize("mode,says", [("nan", "NaN or inf"), ("raise", "ZeroDivisionError"), ("domain", "ValueError: math domain error")])
 @pytest.mark.parametrize("algorithm", ["dp-sgd", "abggmu-convex", "abggmu-tree-spider"])
 def test_own_loop_algorithms_never_return_nan_silently(algorithm, mode, says):
     "A gradient that turns NaN used to give a NaN output with no error; now the run stops with the reason and what it spent."

@@ -103,7 +103,7 @@ PLANNED = {
 def test_every_algorithm_has_a_recipe_property():
     assert set(PLANNED) == set(ALGORITHMS)
 
-def _theorem_constraints(name, plan, problem):
+def _theorem_constraints(name, plan):
     "The constraints each theorem puts on its parameters (beyond the budget), as the recipe must deliver them."
     n, alpha = plan.n, plan.alpha
     if name.startswith("klt-"): assert plan.M * plan.D <= alpha / 4 * (1 + 1e-9)        # KLT: a block of M steps of length ≤ D stays within α/4
@@ -142,4 +142,4 @@ def test_recipes_fit_their_budget_their_data_and_their_theorem(name, n, d, eps, 
     if alg.run is None:
         oracle, _ = alg.build(p, plan, make_rng(0))
         if alg.access == "single-pass": assert oracle.samples_needed(plan.T) <= n
-    _theorem_constraints(name, plan, p)
+    _theorem_constraints(name, plan)
