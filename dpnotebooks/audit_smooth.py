@@ -15,7 +15,7 @@ from .privacy import calibrate_gaussian, gaussian_event, epsilon_of
 from .streams import DataStream
 from .audit import AUDITS, AuditResult, epsilon_lower_bound
 from .audit_algorithms import SignedAbs, audit_data, canary_pair
-from .spiderboost import (SpiderState, spider_estimate, spiderboost_releases, calibrate_spiderboost, _poisson,
+from .spiderboost import (SpiderState, spider_estimate, spiderboost_releases, calibrate_spiderboost, spider_noise_ratio, _poisson,
                                      clipped_mean_gradient, clipped_mean_difference, tree_spider_releases, tree_samples_per_round)
 from .convex_glm import (clipped_mean_grad, recursive_regularization_releases, jl_matrix, jl_project, JL_STREAM, CONVEX_STREAM)
 from .clipping import ClipCounter
@@ -42,54 +42,59 @@ class SmoothAudit(NamedTuple):
     scores: tuple           # likelihood-ratio scores on D' and on D
 
 # %% ../nbs/42_audit_smooth.ipynb #fa7f8fa2
+def _addremove_calibration(epsilon, delta, n, T, q, b1, b2, L0, L1) -> tuple:
+    "The old, wrong calibration (tests only): the multipliers that meet (ε, δ) for add/remove-one neighbours."
+    from dp_accounting import ComposedDpEvent, NeighboringRelation, LowerEndpointAndGuess, calibrate_dp_mechanism
+    from dp_accounting.pld import PLDAccountant
+    r, s2 = spider_noise_ratio(n, T, q, b1, b2), calibrate_spiderboost(epsilon, delta, n, T, q, b1, b2, L0, L1)[1]
+    ev = lambda z: ComposedDpEvent([e.event for e in spiderboost_releases(n, T, q, b1, b2, r * z * L0 / b1, z * L1 / b2, L0, L1).releases])
+    z = calibrate_dp_mechanism(lambda: PLDAccountant(NeighboringRelation.ADD_OR_REMOVE_ONE), ev, epsilon, delta,
+                               LowerEndpointAndGuess(0.3 * s2 * b2 / L1, s2 * b2 / L1))           # below the replace-one multiplier
+    return r * z * L0 / b1, z * L1 / b2
+
 def run_spider_audit(epsilon:float, delta:float, # the target `calibrate_spiderboost` calibrates to
                      trials:int=200_000, # N runs on each dataset
                      rng=None, # `RNG`, seed, or None
                      confidence:float=0.95,
-                     n:int=50, T:int=4, q:int=2, b1:int=50, b2:int=10, # schedule of the tiny run (n = |D'|)
+                     n:int=50, T:int=4, q:int=2, b1:int=50, b2:int=10, # schedule of the tiny run (n = |D| = |D'|)
                      L0:float=1.0, L1:float=1.0, # declared clip bounds
                      steep:float=1000.0, # the canary's slope
-                     bug:str|None=None, # tests only: 'no clipping' or 'sigma / 4'
+                     bug:str|None=None, # tests only: 'no clipping', 'sigma / 4', or 'add/remove' (noise calibrated for the wrong relation)
                      n_thresholds:int=256,
                     ) -> SmoothAudit:
-    "Audit Private SpiderBoost (ABGGMU Alg. 1) under add/remove-one: calibrate_spiderboost, added canary, zigzag path, mixture LR."
+    "Audit Private SpiderBoost (ABGGMU Alg. 1) for replace-one: calibrate_spiderboost, a replaced canary, zigzag path, mixture LR."
     r = make_rng(rng)
-    s1, s2 = calibrate_spiderboost(epsilon, delta, n, T, q, b1, b2, L0, L1)
-    claim = spiderboost_releases(n, T, q, b1, b2, s1, s2, L0, L1).spent(delta)
+    s1, s2 = (_addremove_calibration if bug == "add/remove" else calibrate_spiderboost)(epsilon, delta, n, T, q, b1, b2, L0, L1)
+    claim = epsilon if bug == "add/remove" else spiderboost_releases(n, T, q, b1, b2, s1, s2, L0, L1).spent(delta)
     z1, z2 = s1 * b1 / L0, s2 * b2 / L1                                    # as `private_spiderboost` computes them
     honest = audit_data(n - 1, 1, r.child(0))
-    canary = Dataset(np.array([[steep]]), np.array([1.0]), "canary")
+    canary = {k: Dataset(np.array([[steep]]), np.array([k]), "canary") for k in (1.0, -1.0)}   # ξ on D', its mirror ξ' on D
     F = 1e8 if bug == "no clipping" else 1.0                               # bug: clip bounds ×F, noise multiplier ÷F (noise unchanged)
     zf = 0.25 if bug == "sigma / 4" else 1.0
     prob = SignedAbs(honest)
     c = L0 / L1                                                            # L1·||w_t − w_{t−1}|| = 2L0: λ_t = 2L0
     path = [np.array([c * (-1.0) ** t]) for t in range(T + 1)]
-    scores = [np.zeros(trials), np.zeros(trials)]
-    mus = []
+    scores, mus = [np.zeros(trials), np.zeros(trials)], []
     for t in range(T):
         cp, bt = t % q == 0, (b1 if t % q == 0 else b2)
-        z = (z1 if cp else z2) * zf / F
         idx = _poisson(n - 1, bt / n, r.child(1, t))
         without = honest[idx]
-        with_ = Dataset(np.concatenate([to_numpy(without.A), to_numpy(canary.A)]), np.concatenate([to_numpy(without.y), [1.0]]))
+        withs = {k: Dataset(np.concatenate([to_numpy(without.A), to_numpy(v.A)]), np.concatenate([to_numpy(without.y), [k]])) for k, v in canary.items()}
         state = SpiderState(t, path[t], path[t - 1] if t else path[t], np.zeros(1), ClipCounter())
         est = lambda batch, zz, noise, R: spider_estimate(prob, state, batch, bt, cp, L0 * F, L1 * F, zz, Trials(noise, R))
-        m0 = to_numpy(est(without, 0.0, 0, 1)[0]); m1 = to_numpy(est(with_, 0.0, 0, 1)[0])
-        _, _, std, lam = est(without, z, 0, 1)
-        s = (z1 if cp else z2) * (L0 if cp else 2 * L0) / bt               # the std the ledger charges for (undisturbed)
-        Delta, p = m1 - m0, bt / n
-        mus.append(float(np.linalg.norm(Delta) / s))
-        Y_D = to_numpy(est(without, z, r.child(2, 0, t), trials)[0]) - m0
-        Y_out = to_numpy(est(without, z, r.child(2, 1, t), trials)[0]) - m0
-        Y_in = to_numpy(est(with_, z, r.child(2, 2, t), trials)[0]) - m0
-        joins = to_numpy(r.child(3, t).uniform(trials)) < p
-        Y_Dp = np.where(joins[:, None], Y_in, Y_out)
-        for k, Y in enumerate((Y_Dp, Y_D)):                                  # score with the CLAIMED law (what the ledger models)
-            u = Y @ Delta / s ** 2 - Delta @ Delta / (2 * s ** 2)
-            scores[k] += u if p >= 1 else np.logaddexp(math.log1p(-p), math.log(p) + u)
+        m0 = to_numpy(est(without, 0.0, 0, 1)[0]); Dp, Dm = (to_numpy(est(withs[k], 0.0, 0, 1)[0]) - m0 for k in (1.0, -1.0))
+        z = (z1 if cp else z2) * zf / F
+        s, p = (z1 if cp else z2) * (L0 if cp else 2 * L0) / bt, bt / n   # the std the ledger charges for (undisturbed); the join rate
+        mus.append(float(np.linalg.norm(Dp) / s))
+        for k, (Delta, other, key) in enumerate(((Dp, Dm, 1.0), (Dm, Dm, -1.0))):          # runs on D' (canary ξ), then on D (ξ')
+            Y_out, Y_in = (to_numpy(est(b, z, r.child(2, k, j, t), trials)[0]) - m0 for j, b in enumerate((without, withs[key])))
+            Y = np.where((to_numpy(r.child(3, k, t).uniform(trials)) < p)[:, None], Y_in, Y_out)
+            u = lambda D: Y @ D / s ** 2 - D @ D / (2 * s ** 2)                               # score with the CLAIMED law: D' against D
+            scores[k] += (u(Dp) - u(Dm)) if p >= 1 else (np.logaddexp(math.log1p(-p), math.log(p) + u(Dp)) - np.logaddexp(math.log1p(-p), math.log(p) + u(Dm)))
     res = epsilon_lower_bound(scores[0], scores[1], delta, claim, confidence, n_thresholds,
-                              mechanism=f"abggmu-spider (Poisson, add/remove-one; n={n}, T={T}, q={q}, b1={b1}, b2={b2})")
+                              mechanism=f"abggmu-spider (Poisson, replace-one; n={n}, T={T}, q={q}, b1={b1}, b2={b2})")
     return SmoothAudit(res, float("nan"), np.array(mus), np.array([1 / (z1 if t % q == 0 else z2) for t in range(T)]), tuple(scores))
+
 
 # %% ../nbs/42_audit_smooth.ipynb #5d2385d1
 def run_tree_spider_audit(epsilon:float, delta:float, # each node's σ is calibrated to (ε, δ)
@@ -182,7 +187,7 @@ def _registered(name:str, run:Callable, summary:str, **fixed) -> Callable:
     audit.__doc__ = summary
     return audit
 
-audit_abggmu_spider = _registered("abggmu-spider", run_spider_audit, "Audit Private SpiderBoost (ABGGMU Alg. 1; Poisson, add/remove-one) as calibrate_spiderboost calibrates it.")
+audit_abggmu_spider = _registered("abggmu-spider", run_spider_audit, "Audit Private SpiderBoost (ABGGMU Alg. 1; Poisson, replace-one) as calibrate_spiderboost calibrates it.")
 audit_abggmu_tree_spider = _registered("abggmu-tree-spider", run_tree_spider_audit, "Audit tree-based private Spider (ABGGMU Alg. 2) at a right-child node, calibrate_gaussian per node.")
 audit_abggmu_convex = _registered("abggmu-convex", run_convex_audit, "Audit recursive regularization with NoisyGD (ABGGMU Alg. 3, 7), calibrate_gaussian per stage.")
 audit_abggmu_glm = _registered("abggmu-glm", run_convex_audit, "Audit the JL method (ABGGMU Alg. 4, k = 3 < d = 6) over recursive regularization with NoisyGD.", d=6, jl_k=3)

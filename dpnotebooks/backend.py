@@ -6,14 +6,15 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/backend.html.md"""
 
 # %% ../nbs/00_backend.ipynb #ec8af37f
 from __future__ import annotations
-import os, secrets
+import hashlib, os, secrets
 from contextlib import contextmanager
 from typing import NamedTuple
 import numpy as np
+from scipy.special import ndtri
 
 # %% auto #0
 __all__ = ['NOISE_DTYPE', 'BackendUnavailableError', 'available_backends', 'set_backend', 'get_backend', 'get_dtype', 'get_xp',
-           'use_backend', 'asarray', 'to_numpy', 'RNGState', 'RNG', 'make_rng']
+           'use_backend', 'asarray', 'to_numpy', 'RNGState', 'RNG', 'SecureGenerator', 'make_rng']
 
 # %% ../nbs/00_backend.ipynb #7995f2a5
 class BackendUnavailableError(RuntimeError):
@@ -101,34 +102,61 @@ def to_numpy(a) -> np.ndarray:
 # %% ../nbs/00_backend.ipynb #c72b0478
 class RNGState(NamedTuple):
     "Everything needed to reproduce an `RNG`'s future draws."
-    entropy: int  # root seed: the user's seed, or 128 bits from the OS
+    entropy: int  # root seed: the user's seed, or bits from the OS (128; 256 in secure mode)
     path: tuple   # spawn path of this stream below the root (tuple of ints)
     counter: int  # number of draws made so far
     seeded: bool  # True when the user supplied the seed
+    secure: bool = False  # True: draws come from the SHAKE-256 generator (`SecureGenerator`)
+
 
 # %% ../nbs/00_backend.ipynb #2b4a1b25
 class RNG:
     "Seeded random generator with one API on numpy and cupy; its state is plain data."
     def __init__(self, seed:int|None=None, # None draws the root seed from OS entropy
-                 *, _path=(), _counter=0):
-        self.seeded = seed is not None
+                 *, secure:bool=False, # noise from a cryptographic generator keyed with 256 bits of OS entropy (no seed allowed)
+                 _path=(), _counter=0, _entropy=None):
+        self.seeded, self.secure = seed is not None, bool(secure)
         if seed is not None and (not isinstance(seed, (int, np.integer)) or seed < 0):
             raise ValueError(f"`seed` must be a non-negative integer or None. Found {seed!r}.")
-        self.entropy = int(seed) if seed is not None else secrets.randbits(128)
+        if secure and seed is not None and _entropy is None:
+            raise ValueError("A secure run draws its noise from OS entropy and takes no seed (a seed would let anyone replay the noise). Drop the seed, or drop secure=True.")
+        self.entropy = _entropy if _entropy is not None else int(seed) if seed is not None else secrets.randbits(256 if secure else 128)
         self.path, self.counter = tuple(_path), int(_counter)
 
     @property
-    def state(self) -> RNGState: return RNGState(self.entropy, self.path, self.counter, self.seeded)
+    def state(self) -> RNGState: return RNGState(self.entropy, self.path, self.counter, self.seeded, self.secure)
 
     @classmethod
     def from_state(cls, state:RNGState):
         "Rebuild an RNG that continues exactly where `state` was taken."
-        rng = cls(state.entropy, _path=state.path, _counter=state.counter)
+        rng = cls(None, secure=state.secure, _path=state.path, _counter=state.counter, _entropy=state.entropy)
         rng.seeded = state.seeded
         return rng
 
-    def __repr__(self):
-        return f"RNG(seeded={self.seeded}, path={self.path}, counter={self.counter})"
+    def __repr__(self):  # never the entropy: it is as sensitive as the data
+        return f"RNG(seeded={self.seeded}, secure={self.secure}, path={self.path}, counter={self.counter})"
+
+
+# %% ../nbs/00_backend.ipynb #bec19cc8
+class SecureGenerator:
+    "A one-draw generator from SHAKE-256(key): `random`, `standard_normal` (4 summed, /2) and `integers`, numpy's signatures."
+    def __init__(self, key:bytes): self.key = key
+    def _bits(self, shape) -> np.ndarray:
+        n = int(np.prod(shape, dtype=np.int64))
+        return np.frombuffer(hashlib.shake_256(self.key).digest(8 * n), dtype="<u8").reshape(shape) >> np.uint64(11)   # 53 bits each
+    def random(self, shape, dtype=np.float64):
+        return (self._bits(shape) * 2.0**-53).astype(dtype)
+    def standard_normal(self, shape, dtype=np.float64):
+        u = (self._bits((4,) + tuple(shape)) + 0.5) * 2.0**-53                     # in (0, 1), never 0 or 1
+        return (ndtri(u).sum(axis=0) / 2).astype(dtype)                              # N(0, 1): four summed (float mitigation)
+    def integers(self, low, high, shape, dtype=np.int64):
+        return (low + np.floor(self.random(shape) * (high - low))).astype(dtype)
+
+def _secure_key(rng) -> bytes:
+    "The key of the next draw: the root entropy, the path and the counter, hashed apart (length-prefixed)."
+    parts = [rng.entropy.to_bytes(32, "little")] + [int(k).to_bytes(16, "little", signed=True) for k in rng.path + (rng.counter,)]
+    return b"dpnotebooks-secure-v1" + len(parts).to_bytes(4, "little") + b"".join(parts)
+
 
 # %% ../nbs/00_backend.ipynb #403d9c17
 def _seed_sequence(rng:RNG) -> np.random.SeedSequence:
@@ -136,6 +164,9 @@ def _seed_sequence(rng:RNG) -> np.random.SeedSequence:
 
 def _next_generator(rng:RNG):
     "The generator for the next draw, on the active backend; advances the counter."
+    if rng.secure:
+        key = _secure_key(rng); rng.counter += 1
+        return SecureGenerator(key)
     ss = _seed_sequence(rng)
     rng.counter += 1
     if get_backend() == "cupy":
@@ -144,6 +175,7 @@ def _next_generator(rng:RNG):
         return cupy.random.RandomState(seed)
     return np.random.Generator(np.random.PCG64(ss))
 
+
 # %% ../nbs/00_backend.ipynb #f7c0b5fd
 def _shape(size): return (size,) if isinstance(size, (int, np.integer)) else tuple(size)
 
@@ -151,24 +183,27 @@ NOISE_DTYPE = np.float64   # privacy noise is drawn in float64 whatever the acti
 
 def _normal(self, size, scale=1.0, dtype=None):
     "N(0, scale^2) draws of shape `size`, in `dtype` (default: the active dtype; privacy noise passes `NOISE_DTYPE`)."
-    g = _next_generator(self)
-    z = g.standard_normal(_shape(size), dtype=get_dtype() if dtype is None else dtype)
+    g, dt = _next_generator(self), get_dtype() if dtype is None else dtype
+    z = get_xp().asarray(g.standard_normal(_shape(size), dtype=dt)) if isinstance(g, SecureGenerator) else g.standard_normal(_shape(size), dtype=dt)
     return z if scale == 1.0 else z * scale
 
 def _uniform(self, size, low=0.0, high=1.0):
     "Uniform draws on [low, high) of shape `size`."
     g = _next_generator(self)
-    if get_backend() == "cupy": u = g.uniform(0.0, 1.0, _shape(size), dtype=get_dtype())
+    if isinstance(g, SecureGenerator): u = get_xp().asarray(g.random(_shape(size), dtype=get_dtype()))
+    elif get_backend() == "cupy": u = g.uniform(0.0, 1.0, _shape(size), dtype=get_dtype())
     else: u = g.random(_shape(size), dtype=get_dtype())
     return low + (high - low) * u
 
 def _integers(self, low, high, size):
     "Integers uniform on [low, high) of shape `size` (int64)."
     g = _next_generator(self)
+    if isinstance(g, SecureGenerator): return get_xp().asarray(g.integers(low, high, _shape(size), dtype=np.int64))
     if get_backend() == "cupy": return g.randint(low, high, _shape(size), dtype=np.int64)
     return g.integers(low, high, _shape(size), dtype=np.int64)
 
 RNG.normal, RNG.uniform, RNG.integers = _normal, _uniform, _integers
+
 
 # %% ../nbs/00_backend.ipynb #9e262a15
 def _sphere(self, n:int, d:int):
@@ -184,12 +219,18 @@ def _ball(self, n:int, d:int, r:float=1.0):
 
 def _child(self, *key:int):
     "An independent RNG for a sub-purpose identified by integer `key`s; does not advance `self`."
-    c = RNG.from_state(RNGState(self.entropy, self.path + (1 << 31,) + tuple(int(k) for k in key), 0, self.seeded))
+    c = RNG.from_state(RNGState(self.entropy, self.path + (1 << 31,) + tuple(int(k) for k in key), 0, self.seeded, self.secure))
     return c
 
 RNG.sphere, RNG.ball, RNG.child = _sphere, _ball, _child
 
 # %% ../nbs/00_backend.ipynb #cf13ac5a
-def make_rng(seed:int|RNG|None=None) -> RNG:
-    "An `RNG` from a seed, an existing RNG (returned as is), or None (OS entropy)."
-    return seed if isinstance(seed, RNG) else RNG(seed)
+def make_rng(seed:int|RNG|None=None, # an int (reproducible), an existing RNG (returned as is), or None (OS entropy)
+             secure:bool=False, # a cryptographic generator keyed from OS entropy (`SecureGenerator`); no seed allowed
+            ) -> RNG:
+    "An `RNG` from a seed, an existing RNG (returned as is), or None (OS entropy); `secure` for cryptographic noise."
+    if isinstance(seed, RNG):
+        if secure and not seed.secure: raise ValueError("secure=True needs a secure RNG: pass make_rng(secure=True), not a seeded one.")
+        return seed
+    return RNG(seed, secure=secure)
+

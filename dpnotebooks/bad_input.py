@@ -10,16 +10,17 @@ import contextlib, functools, os, tempfile, warnings
 from typing import Callable, NamedTuple
 import numpy as np
 
-from .backend import RNG, set_backend, make_rng
+from .backend import RNG, set_backend, make_rng, to_numpy
 from . import streams
-from .problems import Dataset, LinearModel, Problem, RobustRegression, get_problem, load_file
+from .problems import Dataset, LinearModel, Problem, RobustRegression, get_problem, load_file, with_data
 from .minimize import InsufficientDataError, minimize
 from .tree import TreeMechanism
 from .privacy import calibrate_gaussian
 from .checkpoint import CheckpointError
 
 # %% auto #0
-__all__ = ['CASES', 'Touched', 'tripwire', 'Case', 'Outcome', 'try_case', 'outcomes_markdown']
+__all__ = ['CASES', 'OUT_OF_BOUND', 'Touched', 'tripwire', 'Case', 'Outcome', 'try_case', 'outcomes_markdown', 'Record',
+           'with_record', 'accept_record']
 
 # %% ../nbs/90_bad_input.ipynb #0cfffd94
 class Touched(RuntimeError):
@@ -58,7 +59,6 @@ def _run(p=None, **kw):
     return minimize(_data() if p is None else p, args.pop("algorithm", "klt-single-pass"), **args)
 def _with(A=None, y=None):
     p = _data(); return RobustRegression(Dataset(p.data.A if A is None else A, p.data.y if y is None else y))
-def _nan_at(a, i): a = np.array(a, float); a.flat[i] = np.nan; return a
 def _file(name, text=None, **arrays):
     path = os.path.join(tempfile.mkdtemp(), name)
     if arrays: np.savez(path, **arrays)
@@ -89,8 +89,6 @@ class _WrongShape(LinearModel):
 
 _A, _y = np.random.default_rng(0).normal(size=(2000, 4)) / 2, np.random.default_rng(1).normal(size=2000)
 CASES = [
-    Case("NaN in the features", lambda: _run(_with(A=_nan_at(_A, 17))), ValueError, "NaN or inf"),
-    Case("inf in the targets", lambda: _run(_with(y=np.where(np.arange(2000) == 5, np.inf, _y))), ValueError, "NaN or inf"),
     Case("features not 2-D", lambda: Dataset(_y, _y), ValueError, "2-D array (n, p)"),
     Case("targets of the wrong length", lambda: Dataset(_A, _y[:50]), ValueError, "must have shape (2000,)"),
     Case("non-numeric features", lambda: Dataset(np.array([["a", "b"], ["c", "d"]]), np.zeros(2)), ValueError, "must be numeric"),
@@ -165,3 +163,46 @@ def outcomes_markdown(outcomes) -> str:
     esc = lambda s: s.replace("|", "\\|").replace("\n", " ")
     return ("| bad input | error | message (start) | passed |\n|---|---|---|---|\n"
             + "\n".join(f"| {o.what} | `{o.error}` | {esc(o.message[:150])}{'…' if len(o.message) > 150 else ''} | {'yes' if o.ok else 'NO'} |" for o in outcomes))
+
+# %% ../nbs/90_bad_input.ipynb #ef3422a4
+class Record(NamedTuple):
+    "An out-of-bound record: what it is, and how it replaces record `i` of a valid dataset (its features, its target)."
+    what: str
+    row: Callable      # (A, y, i) -> the record's features
+    target: Callable   # (A, y, i) -> the record's target
+    nonfinite: bool    # True: its contribution must be exactly zero (the run equals the one with a zero record)
+
+OUT_OF_BOUND = [
+    Record("NaN in a feature", lambda A, y, i: np.r_[np.nan, A[i, 1:]], lambda A, y, i: y[i], True),
+    Record("inf in a feature", lambda A, y, i: np.r_[A[i, :-1], np.inf], lambda A, y, i: y[i], True),
+    Record("inf target", lambda A, y, i: A[i], lambda A, y, i: np.inf, True),
+    Record("row of norm 1e200", lambda A, y, i: 1e200 * A[i] / np.linalg.norm(A[i]), lambda A, y, i: y[i], False),
+    Record("a duplicate of another record", lambda A, y, i: A[0], lambda A, y, i: y[0], False),
+]
+
+def with_record(problem, i:int, rec:Record|None):
+    "`problem` with record i replaced by `rec` (None: by the zero record a = 0, whose per-sample loss is constant in x)."
+    A, y = np.array(to_numpy(problem.data.A), float), np.array(to_numpy(problem.data.y), float)
+    A[i], y[i] = (np.zeros(A.shape[1]), y[i]) if rec is None else (rec.row(A, y, i), rec.target(A, y, i))
+    return with_data(problem, Dataset(A, y, problem.data.name))
+
+
+# %% ../nbs/90_bad_input.ipynb #e1b0f8ca
+def accept_record(rec:Record, # the out-of-bound record
+                  algorithm:str, # a registered algorithm
+                  problem=None, # a valid linear-model problem (default `_data()`)
+                  i:int=7, # which record it replaces
+                  **kw, # more `minimize` arguments
+                 ) -> Outcome:
+    "A run with `rec` at index i: ok when it completes, spends exactly the plan, returns a finite point, and (non-finite `rec`) equals the zero-record run."
+    p = _data() if problem is None else problem
+    args = dict(epsilon=1.0, delta=1e-6, alpha=0.1, seed=0); args.update(kw)
+    try:
+        r = minimize(with_record(p, i, rec), algorithm, diagnostics="nonprivate", **args)
+        ref = minimize(with_record(p, i, None) if rec.nonfinite else p, algorithm, **args)
+    except Exception as err: return Outcome(rec.what, False, type(err).__name__, str(err))
+    ok = bool(np.all(np.isfinite(r.x))) and r.ledger == ref.ledger and (not rec.nonfinite or np.array_equal(r.x, ref.x))
+    return Outcome(rec.what, ok, "accepted", f"{algorithm}: finite output, the planned ledger"
+                   + (", identical to the run with a zero record" if rec.nonfinite else "")
+                   + f"; NOT private diagnostics: {r.nonprivate['nonfinite_zeroed']} values zeroed, {r.nonprivate['clipped_fraction']:.2%} clipped")
+

@@ -10,21 +10,24 @@ import argparse, json, sys, time
 from pathlib import Path
 import numpy as np
 from .backend import set_backend, get_backend, to_numpy, BackendUnavailableError
-from .problems import get_problem, list_problems, PROBLEMS
+from .problems import get_problem, list_problems, load_file, with_data, PROBLEMS
+from .privacy import ACCOUNTANTS, DEFAULT_ACCOUNTANT, NEIGHBOURING
 from .reference import smoothed_sgd
 from .stationarity import goldstein_norm, grad_norm, hessian_min_eig
 from .audit import AUDITS
 import dpnotebooks.audit_algorithms  # registers the algorithm audits in AUDITS before the parser is built
 import dpnotebooks.audit_smooth  # registers the ABGGMU audits (abggmu-spider, -tree-spider, -convex, -glm)
 import dpnotebooks.audit_sosp  # registers the lt-sosp audits (lt-sosp, lt-sosp-tree)
-from .minimize import minimize, list_algorithms, check_request, ALGORITHMS as REGISTRY, InsufficientDataError
+from .minimize import (minimize, list_algorithms, check_request, plan_run, planned_ledger, ALGORITHMS as REGISTRY,
+                                  InsufficientDataError)
 from .ledger import BudgetExceededError
 from .o2nc import RunStopped
 from .checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'evaluate', 'run_algorithm', 'format_run', 'cmd_run', 'run_demo',
-           'format_demo', 'plot_demo', 'cmd_demo', 'cmd_audit', 'cmd_experiment', 'build_parser', 'main']
+__all__ = ['ALGORITHMS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'evaluate', 'evaluation_block', 'run_data', 'run_algorithm',
+           'format_run', 'dry_run', 'cmd_run', 'run_demo', 'format_demo', 'plot_demo', 'cmd_demo', 'cmd_audit',
+           'cmd_experiment', 'build_parser', 'main']
 
 # %% ../nbs/50_cli.ipynb #66e348ae
 ALGORITHMS = {**dict(list_algorithms()),
@@ -40,7 +43,7 @@ def cmd_list(args) -> int:
     for name in AUDITS: print(f"  {name}")
     return 0
 
-# %% ../nbs/50_cli.ipynb #8a25dc93
+# %% ../nbs/50_cli.ipynb #5f0433c8
 def _jsonable(v):
     if isinstance(v, dict): return {k: _jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)): return [_jsonable(x) for x in v]
@@ -50,69 +53,112 @@ def _jsonable(v):
     return v
 
 def evaluate(problem, x, alpha:float, k:int=128, kind:str="goldstein") -> dict:
-    "Loss and the stationarity measure: Goldstein norm at radius 2α, or the full-batch gradient norm, and λ_min of the Hessian for 'sosp' (evaluation on the data; not private)."
+    "Loss, stationarity (Goldstein norm at radius 2α, or the full-batch gradient norm), λ_min for 'sosp' and accuracy for classifiers, on `problem`'s data."
     x = np.asarray(to_numpy(x), dtype=float)
     stat = goldstein_norm(problem, x, 2 * alpha, k=k, rng=1) if kind == "goldstein" else grad_norm(problem, x)
-    out = dict(loss=float(to_numpy(problem.loss(x[None, :]))[0]), goldstein=float(stat))
+    out = dict(loss=float(to_numpy(problem.loss(x[None, :]))[0]), stationarity=float(stat))
     if kind == "sosp": out["lambda_min"] = hessian_min_eig(problem, x, len(x))     # Lanczos on Hessian-vector products
+    if problem.name in ("logistic", "sigmoid-glm"):                                  # labels ±1 (logistic) or 0/1 (sigmoid-glm)
+        t, y = to_numpy(problem.data.A) @ x, to_numpy(problem.data.y)
+        out["accuracy"] = float(np.mean((t > 0) == (y > (0.5 if problem.name == "sigmoid-glm" else 0.0))))
     return out
 
+def evaluation_block(problem, x0, x, alpha:float, kind:str, what:str) -> dict:
+    "`evaluate` at x0 and at the output, as the JSON block `evaluation` (held-out data) or `nonprivate` (the private data)."
+    a, b = evaluate(problem, x0, alpha, kind=kind), evaluate(problem, x, alpha, kind=kind)
+    block = dict(data=what, n=len(problem.data), loss_x0=a["loss"], loss_out=b["loss"],
+                 stationarity=dict(kind=kind, radius=2 * alpha if kind == "goldstein" else None, at_x0=a["stationarity"], at_out=b["stationarity"]))
+    for key in ("lambda_min", "accuracy"):
+        if key in b: block.update({f"{key}_x0": a[key], f"{key}_out": b[key]})
+    return block
+
+
+# %% ../nbs/50_cli.ipynb #f14ee58b
+def run_data(problem:str, n:int, d:int, data_seed:int=0, data:str|None=None, test:str|None=None, n_test:int|None=None) -> tuple:
+    "(the training problem, the held-out problem or None, what the held-out data is): a synthetic split, or `test` for user data."
+    if data in (None, "synthetic"):
+        n_test = min(n, 10_000) if n_test is None else n_test
+        full = get_problem(problem, n=n + n_test, d=d, seed=data_seed)
+        train = with_data(full, full.data[:n])
+        if test is not None: return train, with_data(full, load_file(test)), f"held-out file {test} (not private)"
+        return train, with_data(full, full.data[n:]), "held-out synthetic samples from the same distribution (not private)"
+    train = get_problem(problem, data=data)
+    if test is None: return train, None, None
+    return train, with_data(train, load_file(test)), f"held-out file {test} (not private)"
+
+
+# %% ../nbs/50_cli.ipynb #7b20917e
 def run_algorithm(algorithm:str, problem:str="robust-regression", n:int=20000, d:int=10,
                   epsilon:float|None=1.0, delta:float|None=1e-5, alpha:float|None=None, beta:float|None=None,
-                  seed:int|None=None, data:str|None=None, data_seed:int=0, accountant:str="rdp",
+                  seed:int|None=None, data:str|None=None, data_seed:int=0, accountant:str=DEFAULT_ACCOUNTANT,
                   progress:bool=False, checkpoint:str|None=None, checkpoint_every:int|None=None, resume:bool=False,
-                  **overrides) -> dict:
+                  test:str|None=None, nonprivate_diagnostics:bool=False, secure:bool=False, **overrides) -> dict:
     "Run `algorithm` through `minimize` and return the JSON record of DESIGN.md's `dpnb run` contract (optionally checkpointed)."
     check_request(algorithm, epsilon, delta, alpha, beta, **overrides)   # the request alone: refused before any data is built
     if problem not in PROBLEMS: raise ValueError(f"Unknown problem {problem!r}. Available: {', '.join(PROBLEMS)}.")   # before any data is built
-    p = get_problem(problem, n=n, d=d, seed=data_seed, data=data)
+    p, held, what = run_data(problem, n, d, data_seed, data, test)
     request = dict(algorithm=algorithm, problem=problem, n=n, d=d, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, seed=seed,
                    data=str(Path(data).resolve()) if data and Path(data).exists() else data, data_seed=data_seed, accountant=accountant,
-                   backend=get_backend(), overrides=overrides)
-    res = minimize(p, algorithm, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, seed=seed, accountant=accountant,
+                   backend=get_backend(), test=test, nonprivate_diagnostics=nonprivate_diagnostics, secure=secure, overrides=overrides)
+    res = minimize(p, algorithm, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, seed=seed, accountant=accountant, secure=secure,
                    progress=progress, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                   checkpoint_info=dict(request=request), **overrides)
-    plan = res.trace["plan"]
-    kind = REGISTRY[algorithm].stationarity
-    at0, at1 = evaluate(p, p.x0, plan.alpha, kind=kind), evaluate(p, res.x, plan.alpha, kind=kind)
-    private = REGISTRY[algorithm].private
-    return _jsonable(dict(
-        algorithm=algorithm, problem=problem, data=data or "synthetic", n=len(p.data), d=p.dim, seed=seed, seeded=res.seeded,
-        backend=get_backend(),
-        privacy=dict(private=private, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant,
-                     epsilon_spent=res.epsilon_spent, events=res.ledger.to_dicts()),
-        samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample,
-        x_out=res.x, loss_x0=at0["loss"], loss_out=at1["loss"],
-        stationarity=dict(kind=kind, radius=2 * plan.alpha if kind == "goldstein" else None, at_x0=at0["goldstein"], at_out=at1["goldstein"],
-                          target_beta=plan.beta, predicted_rate=plan.rate, note="sampled certificate on the data (evaluation, not private)",
-                          **(_sosp_block(res, at0, at1) if kind == "sosp" else {})),
-        clipped_fraction=res.clipped_fraction, seconds=res.seconds, checkpoint=res.trace.get("checkpoint"),
-        plan={k: v for k, v in plan._asdict().items()}))
+                   checkpoint_info=dict(request=request), diagnostics="nonprivate" if nonprivate_diagnostics else None, **overrides)
+    return _jsonable(_record(algorithm, problem, data, p, held, what, res, nonprivate_diagnostics))
 
-def _sosp_block(res, at0, at1) -> dict:
-    "The second-order part of the stationarity block: λ_min at x0 and at the output, the threshold −√(ρα), the certificate."
+
+# %% ../nbs/50_cli.ipynb #5c7fbb03
+def _record(algorithm, problem, data, p, held, what, res, nonprivate_diagnostics) -> dict:
+    "The JSON record: what the run released and its price, `evaluation` on held-out data, `nonprivate` only when asked for."
+    plan, kind, private = res.trace["plan"], REGISTRY[algorithm].stationarity, REGISTRY[algorithm].private
+    r = dict(algorithm=algorithm, problem=problem, data=data or "synthetic", n=len(p.data), d=p.dim, seed=res.seed, seeded=res.seeded,
+             backend=get_backend(), secure=res.secure,
+             privacy=dict(private=private, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
+                          epsilon_spent=res.epsilon_spent, events=res.ledger.to_dicts()),
+             samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample, x_out=res.x, seconds=res.seconds,
+             checkpoint=res.trace.get("checkpoint"), plan={k: v for k, v in plan._asdict().items()})
+    if kind == "sosp": r["sosp"] = _sosp_block(res)
+    if held is not None: r["evaluation"] = evaluation_block(held, p.x0, res.x, plan.alpha, kind, what)
+    if nonprivate_diagnostics:
+        r["nonprivate"] = dict(evaluation_block(p, p.x0, res.x, plan.alpha, kind, "the private training data: NOT private"), **res.nonprivate)
+    return r
+
+def _sosp_block(res) -> dict:
+    "What lt-sosp decided from its released (noisy) quantities: the threshold −√(ρα), the certificate, the anchors."
     tr = res.trace
-    return dict(lambda_min_x0=at0["lambda_min"], lambda_min_out=at1["lambda_min"], lambda_threshold=tr["lambda_threshold"],
-                certified=tr["certified"], reason=tr["reason"], stopped=tr["stopped"],
-                anchors=[dict(t=a["t"], status=a["status"], released_grad_norm=a["grad_norm"], steps=a["steps"]) for a in tr["anchors"]])
+    return dict(lambda_threshold=tr["lambda_threshold"], certified=tr["certified"], reason=tr["reason"], stopped=tr["stopped"],
+                anchors=[dict(t=a["t"], status=a["status"], released_grad_norm=a["grad_norm"], steps=a["steps"]) for a in tr["anchors"]],
+                note="decided from the released noisy gradients and iterates: part of the private output")
+
+
+# %% ../nbs/50_cli.ipynb #bd676d24
+def _format_block(b:dict) -> list:
+    "Lines of an `evaluation` or `nonprivate` block."
+    st = b["stationarity"]
+    name = f"Goldstein norm (radius {st['radius']:g})" if st["kind"] == "goldstein" else "gradient norm"
+    lines = [f"on {b['data']}, n = {b['n']}:", f"{'':8}{'loss':>10}{name:>34}" + (f"{'accuracy':>10}" if "accuracy_out" in b else ""),
+             *[f"{w:8}{b['loss_' + k]:>10.4f}{st['at_' + k]:>34.4f}" + (f"{b['accuracy_' + k]:>10.3f}" if "accuracy_out" in b else "")
+               for w, k in (("x0", "x0"), ("output", "out"))]]
+    if "lambda_min_out" in b: lines.append(f"lambda_min of the Hessian: {b['lambda_min_x0']:.4f} at x0, {b['lambda_min_out']:.4f} at the output")
+    return lines
 
 def format_run(r:dict) -> str:
     "A short summary of a `run_algorithm` record."
-    pr, st = r["privacy"], r["stationarity"]
-    eps = (f"epsilon spent {pr['epsilon_spent']:.4g} of {pr['epsilon']:g} at delta {pr['delta']:g} ({pr['accountant']})"
+    pr = r["privacy"]
+    eps = (f"epsilon spent {pr['epsilon_spent']:.4g} of {pr['epsilon']:g} at delta {pr['delta']:g} ({pr['neighbouring']}, {pr['accountant']})"
            if pr["private"] else "NOT private (no noise)")
-    return "\n".join([f"dpnb run {r['algorithm']} on {r['problem']} (n={r['n']}, d={r['d']}, backend {r['backend']}, "
-                      f"{'seed ' + str(r['seed']) if r['seeded'] else 'unseeded: OS entropy'})",
-                      f"privacy: {eps}",
-                      f"data: {r['samples_used']} samples used, each at most {r['max_uses_per_sample']} time(s); clipped {r['clipped_fraction']:.2%}",
-                      f"{'':8}{'loss':>10}{('Goldstein norm (radius ' + format(st['radius'], 'g') + ')' if st['kind'] == 'goldstein' else 'gradient norm'):>34}",
-                      f"{'x0':8}{r['loss_x0']:>10.4f}{st['at_x0']:>34.4f}",
-                      f"{'output':8}{r['loss_out']:>10.4f}{st['at_out']:>34.4f}",
-                      f"target beta {st['target_beta']:.4g} (theory's rate at this n: {st['predicted_rate']:.4g}); {r['seconds']:.2f} s"]
-                     + ([f"lambda_min of the Hessian: {st['lambda_min_x0']:.4f} at x0, {st['lambda_min_out']:.4f} at the output "
-                         f"(SOSP threshold {st['lambda_threshold']:.4f})",
-                         f"escapes: {', '.join(a['status'] for a in st['anchors']) or 'none'}; output: {st['reason']}"] if st["kind"] == "sosp" else []))
+    lines = [f"dpnb run {r['algorithm']} on {r['problem']} (n={r['n']}, d={r['d']}, backend {r['backend']}, "
+             f"{'seed ' + str(r['seed']) if r['seeded'] else 'unseeded: OS entropy'}{', secure noise' if r.get('secure') else ''})",
+             f"privacy: {eps}", f"data: {r['samples_used']} samples used, each at most {r['max_uses_per_sample']} time(s); {r['seconds']:.2f} s"]
+    if "sosp" in r: lines.append(f"escapes: {', '.join(a['status'] for a in r['sosp']['anchors']) or 'none'}; output: {r['sosp']['reason']}")
+    if "evaluation" in r: lines += _format_block(r["evaluation"])
+    else: lines.append("no held-out evaluation (pass --test FILE)")
+    if "nonprivate" in r:
+        lines += ["NON-PRIVATE DIAGNOSTICS (computed on the private data; do not publish):", *_format_block(r["nonprivate"]),
+                  f"clipped {r['nonprivate']['clipped_fraction']:.2%} of the per-sample quantities; {r['nonprivate']['nonfinite_zeroed']} non-finite zeroed"]
+    return "\n".join(lines)
 
+
+# %% ../nbs/50_cli.ipynb #b23a7d91
 def _parse_overrides(items) -> dict:
     out = {}
     for it in items or []:
@@ -130,6 +176,20 @@ def _resume_request(args) -> dict:
         raise CheckpointError(f"{args.resume} is a checkpoint of {req['algorithm']!r}, not {args.algorithm!r}. Drop the algorithm name or pass {req['algorithm']!r}.")
     return req
 
+def dry_run(algorithm:str, problem:str, n:int, d:int, epsilon, delta, alpha=None, beta=None, data=None, data_seed:int=0,
+            accountant:str=DEFAULT_ACCOUNTANT, **overrides) -> str:
+    "The plan and its price, without running: what `dpnb run --dry-run` prints (no sample is read by the algorithm, nothing is spent)."
+    check_request(algorithm, epsilon, delta, alpha, beta, **overrides)
+    p = get_problem(problem, n=n, d=d, seed=data_seed, data=data)
+    plan = plan_run(p, algorithm, epsilon, delta, alpha, beta, accountant, **overrides)
+    led = planned_ledger(p, plan)
+    price = (f"epsilon {led.spent(plan.delta, accountant):.4g} of {plan.epsilon:g} at delta {plan.delta:g} ({NEIGHBOURING}, {accountant})"
+             if REGISTRY[algorithm].private else "NOT private")
+    return "\n".join([f"dpnb run {algorithm} --dry-run: {plan.theorem}, n = {plan.n}, d = {plan.d}", f"price: {price}", repr(led),
+                      "plan: " + ", ".join(f"{k}={v!r}" for k, v in plan._asdict().items() if k not in ("errata", "extra"))])
+
+
+# %% ../nbs/50_cli.ipynb #112f36f6
 def cmd_run(args) -> int:
     "Run one algorithm (or resume one with `--resume PATH`), print the summary, write the JSON record."
     if args.resume:
@@ -138,19 +198,25 @@ def cmd_run(args) -> int:
         set_backend(req["backend"])
         r = run_algorithm(req["algorithm"], req["problem"], req["n"], req["d"], req["epsilon"], req["delta"], req["alpha"], req["beta"],
                           req["seed"], req["data"], req["data_seed"], req["accountant"], progress=not args.quiet, checkpoint=args.resume,
-                          checkpoint_every=args.checkpoint_every, resume=True, **req["overrides"])
+                          checkpoint_every=args.checkpoint_every, resume=True, test=req.get("test"),
+                          nonprivate_diagnostics=req.get("nonprivate_diagnostics", False), secure=req.get("secure", False), **req["overrides"])
     else:
         if args.algorithm is None: raise ValueError("`dpnb run` needs an algorithm name (see `dpnb list`), or --resume PATH to continue a checkpointed run.")
         if args.checkpoint_every is not None and not args.checkpoint: raise ValueError("--checkpoint-every needs --checkpoint PATH.")
         if args.backend_run: set_backend(args.backend_run)
+        if args.dry_run:
+            print(dry_run(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.data,
+                          args.data_seed, args.accountant, **_parse_overrides(args.set))); return 0
         r = run_algorithm(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.seed,
                           args.data, args.data_seed, args.accountant, progress=not args.quiet, checkpoint=args.checkpoint,
-                          checkpoint_every=args.checkpoint_every, **_parse_overrides(args.set))
+                          checkpoint_every=args.checkpoint_every, test=args.test, nonprivate_diagnostics=args.nonprivate_diagnostics,
+                          secure=args.secure, **_parse_overrides(args.set))
     print(format_run(r))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True); Path(args.out).write_text(json.dumps(r, indent=1))
         print(f"result: {args.out}")
     return 0
+
 
 # %% ../nbs/50_cli.ipynb #56f21bc7
 DEMO = dict(problem="robust-regression", n=50000, d=4, alpha=0.05, epsilon=1.0, delta=1e-5, data_seed=0,
@@ -158,43 +224,44 @@ DEMO = dict(problem="robust-regression", n=50000, d=4, alpha=0.05, epsilon=1.0, 
 
 def run_demo(seed:int|None=0, # seed of the run (None: OS entropy)
              progress:bool=False, # show a progress bar
-             n:int=DEMO["n"], # samples (smaller for a quick look)
+             n:int=DEMO["n"], # training samples (smaller for a quick look); as many again, up to 10000, are held out
             ) -> dict:
-    "Run the demo job (private KLT single-pass beside the non-private reference) and return its numbers."
-    p = get_problem(DEMO["problem"], n=n, d=DEMO["d"], seed=DEMO["data_seed"])
+    "Run the demo job (private KLT single-pass beside the non-private reference), evaluated on held-out samples."
+    p, held, what = run_data(DEMO["problem"], n, DEMO["d"], DEMO["data_seed"])
     alpha = DEMO["alpha"]
     res = minimize(p, "klt-single-pass", epsilon=DEMO["epsilon"], delta=DEMO["delta"], alpha=alpha, seed=seed, progress=progress)
     plan, bm = res.trace["plan"], res.trace["block_means"]
     ks = np.unique(np.linspace(0, len(bm) - 1, DEMO["points"]).round().astype(int))
-    traj = [evaluate(p, bm[k], alpha) for k in ks]
+    traj = [evaluate(held, bm[k], alpha) for k in ks]
     t0 = time.perf_counter()
     ref = smoothed_sgd(p, alpha=alpha, steps=DEMO["ref_steps"], batch_size=DEMO["ref_batch"], lr=DEMO["ref_lr"], rng=seed, progress=False)
     ref_sec = time.perf_counter() - t0
-    at0, out, ref_out = evaluate(p, p.x0, alpha), evaluate(p, res.x, alpha), evaluate(p, ref.x, alpha)
-    return _jsonable(dict(problem=DEMO["problem"], n=n, d=DEMO["d"], alpha=alpha, radius=2 * alpha, seed=seed, backend=get_backend(),
-        private=dict(algorithm="klt-single-pass", epsilon=res.epsilon, delta=res.delta, epsilon_spent=res.epsilon_spent,
+    at0, out, ref_out = evaluate(held, p.x0, alpha), evaluate(held, res.x, alpha), evaluate(held, ref.x, alpha)
+    return _jsonable(dict(problem=DEMO["problem"], n=n, n_test=len(held.data), evaluated_on=what, d=DEMO["d"], alpha=alpha, radius=2 * alpha,
+        seed=seed, backend=get_backend(),
+        private=dict(algorithm="klt-single-pass", epsilon=res.epsilon, delta=res.delta, neighbouring=res.neighbouring, epsilon_spent=res.epsilon_spent,
                      events=res.ledger.to_dicts(), samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample,
-                     clipped_fraction=res.clipped_fraction, seconds=res.seconds, T=plan.T, period=plan.period, M=plan.M, m=plan.m,
-                     sigma=plan.sigma, loss_out=out["loss"], goldstein_out=out["goldstein"], target_beta=plan.beta,
+                     seconds=res.seconds, T=plan.T, period=plan.period, M=plan.M, m=plan.m,
+                     sigma=plan.sigma, loss_out=out["loss"], goldstein_out=out["stationarity"], target_beta=plan.beta,
                      trajectory_steps=((np.asarray(res.trace["block_index"])[ks] + 1) * plan.M).tolist(), trajectory_loss=[t["loss"] for t in traj],
-                     trajectory_goldstein=[t["goldstein"] for t in traj], x_out=res.x),
+                     trajectory_goldstein=[t["stationarity"] for t in traj], x_out=res.x),
         reference=dict(algorithm="reference-sgd (NOT private)", steps=DEMO["ref_steps"], loss_out=ref_out["loss"],
-                       goldstein_out=ref_out["goldstein"], seconds=ref_sec, trace_steps=ref.steps, trace_losses=ref.losses),
-        loss_x0=at0["loss"], goldstein_x0=at0["goldstein"]))
+                       goldstein_out=ref_out["stationarity"], seconds=ref_sec, trace_steps=ref.steps),
+        loss_x0=at0["loss"], goldstein_x0=at0["stationarity"]))
+
 
 # %% ../nbs/50_cli.ipynb #4443ab55
 def format_demo(r:dict) -> str:
     "The demo's short table."
     pv, rf = r["private"], r["reference"]
     head = (f"dpnb demo: {r['problem']} (n={r['n']}, d={r['d']}), Goldstein radius 2*alpha = {r['radius']:g}, backend {r['backend']}, "
-            f"{'seed ' + str(r['seed']) if r['seed'] is not None else 'unseeded'}")
+            f"{'seed ' + str(r['seed']) if r['seed'] is not None else 'unseeded'}\nevaluated on {r['n_test']} {r['evaluated_on']}")
     rows = [f"{'':34}{'loss':>9}{'Goldstein norm':>17}{'seconds':>10}",
             f"{'start x0':34}{r['loss_x0']:>9.4f}{r['goldstein_x0']:>17.4f}{'':>10}",
             f"{'klt-single-pass, eps=' + format(pv['epsilon'], 'g'):34}{pv['loss_out']:>9.4f}{pv['goldstein_out']:>17.4f}{pv['seconds']:>10.2f}",
             f"{'reference SGD (not private)':34}{rf['loss_out']:>9.4f}{rf['goldstein_out']:>17.4f}{rf['seconds']:>10.2f}"]
-    priv = (f"privacy: epsilon spent {pv['epsilon_spent']:.4g} of {pv['epsilon']:g} at delta {pv['delta']:g}; "
-            f"{pv['samples_used']} samples, each used at most {pv['max_uses_per_sample']} time; clipped {pv['clipped_fraction']:.2%}; "
-            f"T={pv['T']}, period={pv['period']}, m={pv['m']}")
+    priv = (f"privacy: epsilon spent {pv['epsilon_spent']:.4g} of {pv['epsilon']:g} at delta {pv['delta']:g} ({pv['neighbouring']}); "
+            f"{pv['samples_used']} samples, each used at most {pv['max_uses_per_sample']} time; T={pv['T']}, period={pv['period']}, m={pv['m']}")
     return "\n".join([head, *rows, priv])
 
 def plot_demo(r:dict, path):
@@ -204,10 +271,10 @@ def plot_demo(r:dict, path):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.2))
     a1.plot(pv["trajectory_steps"], pv["trajectory_loss"], "o-", ms=3, label=f"klt-single-pass, eps={pv['epsilon']:g}")
     a1.axhline(rf["loss_out"], color="gray", ls="--", label="reference SGD (not private), final")
-    a1.set_xlabel("O2NC step"); a1.set_ylabel(r"loss $F(\bar x_k)$"); a1.legend(fontsize=7)
+    a1.set_xlabel("O2NC step"); a1.set_ylabel(r"held-out loss $F(\bar x_k)$"); a1.legend(fontsize=7)
     a2.plot(pv["trajectory_steps"], pv["trajectory_goldstein"], "o-", ms=3)
     a2.axhline(rf["goldstein_out"], color="gray", ls="--"); a2.axhline(pv["target_beta"], color="C3", ls=":", label=r"recipe's $\beta$")
-    a2.set_xlabel("O2NC step"); a2.set_ylabel(f"Goldstein norm, radius {r['radius']:g}"); a2.legend(fontsize=7)
+    a2.set_xlabel("O2NC step"); a2.set_ylabel(f"held-out Goldstein norm, radius {r['radius']:g}"); a2.legend(fontsize=7)
     fig.suptitle(f"dpnb demo: {r['problem']}, n={r['n']}, d={r['d']}", fontsize=9); fig.tight_layout(); fig.savefig(path, dpi=100); plt.close(fig)
 
 # %% ../nbs/50_cli.ipynb #43f968a4
@@ -336,7 +403,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--alpha", type=float, default=None, help="Goldstein radius; the guarantee is at 2*alpha (default 0.1*Phi/L)")
     r.add_argument("--beta", type=float, default=None, help="target Goldstein norm (default: the best the data allow)")
     r.add_argument("--seed", type=int, default=None, help="seed: reproducible run (default: OS entropy)")
-    r.add_argument("--accountant", choices=["rdp", "pld"], default="rdp")
+    r.add_argument("--accountant", choices=list(ACCOUNTANTS), default=DEFAULT_ACCOUNTANT,
+                   help="'pld' (default: exact for Gaussian runs, dp-accounting's PLD for Poisson sampling) or 'rdp'")
+    r.add_argument("--test", default=None, metavar="FILE", help="held-out .npz/.csv to evaluate on (synthetic problems hold out their own)")
+    r.add_argument("--nonprivate-diagnostics", action="store_true",
+                   help="also report loss, stationarity and clip counts on the PRIVATE data (NOT private: do not publish)")
+    r.add_argument("--secure", action="store_true", help="noise from a cryptographic generator with the floating-point mitigation (no --seed)")
+    r.add_argument("--dry-run", action="store_true", help="print the plan and its price, run nothing")
     r.add_argument("--backend", dest="backend_run", choices=["numpy", "cupy"], default=None, help="array backend")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe constant or plan field (repeatable)")
     r.add_argument("--out", default=None, help="write the JSON result here")

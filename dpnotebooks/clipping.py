@@ -13,15 +13,17 @@ from .backend import get_xp, asarray, to_numpy
 from .smoothing import two_point_differences, shifted_differences, zo_from_differences
 
 # %% auto #0
-__all__ = ['Clipped', 'clip_values', 'clip_rows', 'ClippingWarning', 'ClipCounter', 'warn_clipping', 'zo_two_point_clipped',
-           'zo_difference_clipped', 'fo_grad_clipped']
+__all__ = ['Clipped', 'zero_nonfinite', 'clip_values', 'row_norms', 'clip_rows', 'ClippingWarning', 'ClipCounter',
+           'warn_clipping', 'zo_two_point_clipped', 'zo_difference_clipped', 'fo_grad_clipped']
 
 # %% ../nbs/01b_clipping.ipynb #9db3daf6
 class Clipped(NamedTuple):
     "Clipped values and how many entries were changed."
     values: object  # the clipped array (backend)
-    clipped: int    # number of entries (scalars or rows) that exceeded the bound
-    total: int      # number of entries (scalars or rows) examined
+    clipped: int    # number of entries (scalars, rows or matrices) that exceeded the bound
+    total: int      # number of entries (scalars, rows or matrices) examined
+    nonfinite: int = 0  # entries that held a NaN or inf (zeroed)
+
 
 # %% ../nbs/01b_clipping.ipynb #e1abd268
 def _check_bound(bound):
@@ -29,36 +31,57 @@ def _check_bound(bound):
     if not np.all(b >= 0) or not np.all(np.isfinite(b)):
         raise ValueError(f"A clipping bound must be finite and non-negative. Found {bound!r}.")
 
+def zero_nonfinite(G, axes:tuple):
+    "G with every slice over `axes` (a row, a matrix) that holds a NaN or inf set to 0, and the mask of those slices."
+    xp = get_xp()
+    bad = ~xp.all(xp.isfinite(G), axis=axes) if axes else ~xp.isfinite(G)
+    return xp.where(xp.reshape(bad, bad.shape + (1,) * len(axes)), xp.zeros_like(G), G), bad
+
 def clip_values(D, # function differences, any shape
                 bound, # the bound: a scalar or an array broadcastable to D (e.g. 2Lα, or L||x − y|| per row)
                ) -> Clipped:
-    "Clip each scalar of `D` into [−bound, bound] (two-point differences: bound = 2Lα; KLT eq. 5)."
-    _check_bound(bound); xp = get_xp(); D = asarray(D)
+    "Clip each scalar of `D` into [−bound, bound]; NaN and ±inf become 0 (two-point differences: bound = 2Lα; KLT eq. 5)."
+    _check_bound(bound); xp = get_xp(); D, bad = zero_nonfinite(asarray(D), ())
     over = xp.abs(D) > bound
-    return Clipped(xp.clip(D, -bound, bound), int(over.sum()), int(D.size))
+    return Clipped(xp.clip(D, -bound, bound), int(over.sum()), int(D.size), int(bad.sum()))
+
 
 # %% ../nbs/01b_clipping.ipynb #03a9d2f9
+def row_norms(G, # vectors, shape (..., d)
+             ): # their Euclidean norms, shape (..., 1), without overflow for finite rows
+    "‖g‖ along the last axis, rescaled by max |g_j| where the plain norm overflows (finite rows only)."
+    xp = get_xp()
+    with np.errstate(over="ignore"): norms = xp.linalg.norm(G, axis=-1, keepdims=True)
+    if bool(xp.all(xp.isfinite(norms))): return norms
+    m = xp.max(xp.abs(G), axis=-1, keepdims=True)
+    return m * xp.linalg.norm(G / xp.maximum(m, xp.finfo(G.dtype).tiny), axis=-1, keepdims=True)
+
 def clip_rows(G, # per-sample vectors, shape (..., d): clipped along the last axis
               bound:float, # the norm bound (the declared L for gradients)
              ) -> Clipped:
-    "Scale every row of `G` with norm above `bound` down to norm `bound` (per-sample gradient clipping)."
-    _check_bound(bound); xp = get_xp(); G = asarray(G)
-    norms = xp.linalg.norm(G, axis=-1, keepdims=True)
+    "Scale every row of `G` with norm above `bound` down to norm `bound`; rows holding NaN or inf become 0 (per-sample clipping)."
+    _check_bound(bound); xp = get_xp(); G, bad = zero_nonfinite(asarray(G), (-1,))
+    norms = row_norms(G)
     over = norms[..., 0] > bound * (1 + 1e-12)   # count real clips, not rounding (a row of norm L(1 + 1e-16))
-    scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).tiny))
-    return Clipped(G * scale, int(over.sum()), int(over.size))
+    with np.errstate(over="ignore"): scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).tiny))
+    return Clipped(G * scale, int(over.sum()), int(over.size), int(bad.sum()))
+
 
 # %% ../nbs/01b_clipping.ipynb #30d46262
 class ClippingWarning(UserWarning):
     "Clipping fired often: the declared Lipschitz constant is probably too small for this loss."
 
 class ClipCounter(NamedTuple):
-    "Running totals of clipping over a run (immutable; `add` returns a new counter)."
+    "Running totals of clipping over a run (immutable; `add` returns a new counter). Data-dependent: not released by default."
     clipped: int = 0
     total: int = 0
-    def add(self, c:Clipped) -> "ClipCounter": return ClipCounter(self.clipped + c.clipped, self.total + c.total)
+    nonfinite: int = 0
+    def add(self, c:Clipped) -> "ClipCounter": return ClipCounter(self.clipped + c.clipped, self.total + c.total, self.nonfinite + c.nonfinite)
     @property
     def fraction(self) -> float: return self.clipped / self.total if self.total else 0.0
+    def diagnostics(self, prefix:str="") -> dict:
+        "The counts as NOT-private diagnostics: clipped fraction and number of non-finite (zeroed) entries."
+        return {f"{prefix}clipped_fraction": self.fraction, f"{prefix}nonfinite_zeroed": self.nonfinite}
     def check(self, warn_above:float=0.01, what:str="values") -> "ClipCounter":
         "Warn (ClippingWarning) if more than `warn_above` of the entries were clipped; returns self."
         warn_clipping(self.fraction, warn_above, f"{self.total} {what}", stacklevel=3)
@@ -73,7 +96,9 @@ def warn_clipping(fraction:float, # the share of per-sample quantities the clip 
     if fraction > warn_above:
         warnings.warn(f"Clipping fired on {fraction:.1%} of {what}: the declared Lipschitz constant{'' if L is None else f' L = {L:g}'} is "
                       "probably too small for this loss or data. The privacy guarantee still holds (sensitivity is enforced by clipping), "
-                      "but the estimates are biased: check L, or scale the data rows into the unit ball.", ClippingWarning, stacklevel=stacklevel + 1)
+                      "but the estimates are biased: check L, or scale the data rows into the unit ball. (This warning is computed on the "
+                      "private data: it exists because non-private diagnostics were asked for.)", ClippingWarning, stacklevel=stacklevel + 1)
+
 
 # %% ../nbs/01b_clipping.ipynb #d9e0b555
 def zo_two_point_clipped(problem, # a `Problem`

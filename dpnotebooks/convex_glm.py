@@ -132,16 +132,18 @@ def output_perturbed_sgd(problem, # a convex `LinearModel`
     lams, centers = np.asarray(lams, dtype=float), np.asarray(centers, dtype=float).reshape(len(lams), d)
     lam_sum, lam_c = lams.sum(), lams @ centers
     w = to_numpy(clip_ball(np.zeros(d) if w1 is None else to_numpy(w1).astype(float), radius))
-    avg, clipped, r = WeightedAverage(1.0 - eta * mu), 0, 1.0 - eta * mu
+    avg, clipped, nonfinite, r = WeightedAverage(1.0 - eta * mu), 0, 0, 1.0 - eta * mu
     for a, yy in zip(A, y):
-        s = float(to_numpy(problem.dpsi(asarray(np.array([a @ w])), asarray(np.array([yy]))))[0])
-        gn = abs(s) * np.linalg.norm(a)
-        if gn > clip * (1 + 1e-12): s, clipped = s * clip / gn, clipped + 1
+        with np.errstate(all="ignore"):
+            s = float(to_numpy(problem.dpsi(asarray(np.array([a @ w])), asarray(np.array([yy]))))[0])
+            top = np.abs(a).max(initial=0.0); gn = abs(s) * top * np.linalg.norm(a / top) if top > 0 else 0.0   # no overflow
+        if not (math.isfinite(gn) and np.all(np.isfinite(a))): s, a, nonfinite = 0.0, np.zeros_like(a), nonfinite + 1   # zeroed, not released
+        elif gn > clip * (1 + 1e-12): s, clipped = s * clip / gn, clipped + 1
         w = to_numpy(clip_ball(w - eta * (s * a + lam_sum * w - lam_c), radius))
         avg = avg.add(w)
     out = to_numpy(avg.mean) if avg.mean is not None else w
     if sigma > 0: out = out + to_numpy(rng.normal(d, scale=sigma, dtype=NOISE_DTYPE))
-    return StageOutput(out, ClipCounter(clipped, len(A)))
+    return StageOutput(out, ClipCounter(clipped, len(A), nonfinite))
 
 # %% ../nbs/22_convex_glm.ipynb #57bc7b76
 def phase_sizes(m:int, # samples of the stage
@@ -170,7 +172,7 @@ def phased_sgd(problem, # a convex `LinearModel`
         _, block = stream.take(n_k)
         eta_k = eta * 4.0 ** -k
         o = output_perturbed_sgd(problem, block, eta_k, radius, eta_k * sigma, clip, mu, lams, centers, w, rng.child(k))
-        w, counter = o.w, ClipCounter(counter.clipped + o.clip.clipped, counter.total + o.clip.total)
+        w, counter = o.w, counter.add(o.clip)
     return StageOutput(to_numpy(w), counter, sizes)
 
 # %% ../nbs/22_convex_glm.ipynb #8e42882d
@@ -287,7 +289,7 @@ def recursive_regularization(problem, # a convex, smooth `Problem` (phased-sgd: 
             phases = o.phases
         stop_if_nonfinite(t, o.w, outs[-1])
         outs.append(to_numpy(o.w)); etas.append(eta)
-        counter = ClipCounter(counter.clipped + o.clip.clipped, counter.total + o.clip.total)
+        counter = counter.add(o.clip)
         ck.tick(t, lambda: dict(t=t, outs=outs, etas=etas, counter=counter, phases=phases, rng=rng, stream=stream))
     return ConvexOutput(outs[-1], np.stack(outs), lams, np.array(etas), m, counter, phases)
 
@@ -352,4 +354,4 @@ def jl_method(problem, # a `LinearModel` (GLM) on d features
     out = solve(proj, rng.child(JL_STREAM, 1))
     w_tilde = to_numpy(getattr(out, "w", out)).astype(float)
     if w_tilde.shape != (k,): raise ValueError(f"`solve` must return a point of shape ({k},). Found {w_tilde.shape}.")
-    return JLOutput(to_numpy(asarray(Phi).T @ asarray(w_tilde)), w_tilde, to_numpy(Phi), ClipCounter(c.clipped, c.total), out)
+    return JLOutput(to_numpy(asarray(Phi).T @ asarray(w_tilde)), w_tilde, to_numpy(Phi), ClipCounter().add(c), out)

@@ -85,7 +85,7 @@ def dpsgd_releases(n:int, # number of samples
         return Ledger((Release("gaussian", 2 * clip / batch_size, sigma, _epochs(n, steps, batch_size), touches="one batch per epoch",
                                label="DP-SGD (shuffle): mean of clipped gradients + N(0, σ²I); replace-one, no amplification"),))
     return Ledger((Release("poisson-gaussian", clip, sigma, steps, sampling_rate=batch_size / n,
-                           label="DP-SGD (Poisson): sum of clipped gradients + N(0, σ²I); ADD/REMOVE-ONE neighbours"),))
+                           label="DP-SGD (Poisson): sum of clipped gradients + N(0, σ²I); amplified by the sampling"),))
 
 # %% ../nbs/13_dpsgd.ipynb #b94cedae
 class DPSGDOutput(NamedTuple):
@@ -105,7 +105,7 @@ def dp_sgd(problem, # a `Problem` (needs `grad_each`, `dim`, `x0`)
            clip:float, # per-sample gradient norm bound C
            sigma:float, # noise std on the released batch mean (shuffle) or batch sum (poisson); 0: non-private
            alpha:float=0.0, # perturbation radius: gradients at x + y, y ~ U(B_α) (0: plain subgradients)
-           sampling:str="shuffle", # 'shuffle' (replace-one, no amplification) or 'poisson' (add/remove-one, amplified)
+           sampling:str="shuffle", # 'shuffle' (no amplification) or 'poisson' (amplified); both replace-one
            x0=None, # initial point (default problem.x0)
            rng=None, # `RNG`, seed, or None (OS entropy) for batches, perturbations and noise
            progress:bool=False, # show a tqdm progress bar

@@ -6,36 +6,44 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/ledger.html.md"""
 
 # %% ../nbs/01a_ledger.ipynb #15671977
 from __future__ import annotations
-import math
+import functools, math
 from typing import NamedTuple
 import numpy as np
 import dp_accounting
-from dp_accounting import (GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent, ComposedDpEvent,
-                           NeighboringRelation)
+from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent, NeighboringRelation
 from dp_accounting.rdp import RdpAccountant
-from .privacy import gaussian_event, tree_event, compose_events, epsilon_of, RDP_ORDERS
-from .privacy import _check_positive, _check_delta, _check_count
+from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+from dp_accounting.pld import PLDAccountant
+from scipy.optimize import brentq
+from scipy.special import gammaln, logsumexp
+from .privacy import (gaussian_event, tree_event, tree_levels, gdp_epsilon, gdp_mu, RDP_ORDERS, ACCOUNTANTS,
+                                 DEFAULT_ACCOUNTANT, NEIGHBOURING)
+from .privacy import _check_positive, _check_delta, _check_count, _round_up
+
 
 # %% auto #0
-__all__ = ['poisson_gaussian_event', 'Release', 'Ledger', 'BudgetExceededError', 'check_budget', 'Result']
+__all__ = ['PLD_DISCRETIZATION', 'PLD_MAX_POINTS', 'POISSON_RDP_ORDERS', 'poisson_gaussian_event', 'Release', 'Ledger',
+           'addremove_poisson_rdp', 'replace_one_poisson_rdp', 'BudgetExceededError', 'calibrate_ledger',
+           'check_budget', 'Result']
 
 # %% ../nbs/01a_ledger.ipynb #3d7de6f1
 def poisson_gaussian_event(sigma:float, # std of the Gaussian noise added to the sum
-                           sensitivity:float, # add/remove-one L2 sensitivity of the sum (one record's clip bound)
+                           clip:float, # C: each record's contribution to the sum is clipped to norm ≤ C
                            sampling_rate:float, # q: each record is in each batch independently with probability q
                            count:int=1, # number of steps composed (adaptively)
                           ) -> dp_accounting.DpEvent:
-    "`count` Poisson-subsampled Gaussian sums: SelfComposed(PoissonSampled(q, Gaussian(σ/s)), count) (Abadi et al. 2016; Mironov et al. 2019)."
-    sigma, sensitivity = _check_positive("sigma", sigma), _check_positive("sensitivity", sensitivity)
+    "`count` replace-one Poisson-subsampled Gaussian sums, for `PLDAccountant(REPLACE_ONE)`: SelfComposed(PoissonSampled(q, Gaussian(σ/C)), count)."
+    sigma, clip = _check_positive("sigma", sigma), _check_positive("clip", clip)
     q = _check_positive("sampling_rate", sampling_rate)
     if q > 1: raise ValueError(f"`sampling_rate` must be in (0, 1] (q = batch size / n). Found {sampling_rate!r}.")
-    return SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(sigma / sensitivity)), _check_count("count", count))
+    return SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(sigma / clip)), _check_count("count", count))
+
 
 # %% ../nbs/01a_ledger.ipynb #037b8b68
 class Release(NamedTuple):
-    "One kind of noisy release, as the accountant sees it."
+    "One kind of noisy release, as the accountant sees it; every entry is priced for replace-one neighbours."
     mechanism: str      # 'gaussian', 'tree', 'poisson-gaussian', or 'nonprivate' (released without noise: ε = ∞)
-    sensitivity: float  # L2 sensitivity of one release (replace-one neighbours; add/remove-one for 'poisson-gaussian'), after clipping
+    sensitivity: float  # replace-one L2 sensitivity of one release after clipping; 'poisson-gaussian': the per-record clip bound C
     sigma: float        # std of the Gaussian noise per coordinate (per node for the tree)
     count: int          # number of Gaussian releases, or the tree's stream length Σ
     touches: str = "all"  # 'all', or the name of a group of samples disjoint from every other group
@@ -43,19 +51,29 @@ class Release(NamedTuple):
     sampling_rate: float = 1.0  # Poisson sampling rate q of each release ('poisson-gaussian' only)
 
     @property
-    def event(self) -> dp_accounting.DpEvent:
-        "The dp-accounting event describing this release for one record."
+    def mu2(self) -> float|None:
+        "Σ μ² of this entry if it is a Gaussian composition (μ = distance of the means in noise stds), else None (sampled)."
         if self.mechanism != "poisson-gaussian" and self.sampling_rate != 1.0:
             raise ValueError(f"`sampling_rate` applies only to 'poisson-gaussian' entries. Found {self.sampling_rate!r} on a {self.mechanism!r} entry.")
-        if self.mechanism == "gaussian": return gaussian_event(self.sigma, self.sensitivity, self.count)
-        if self.mechanism == "tree": return tree_event(self.sigma, self.sensitivity, self.count)
-        if self.mechanism == "poisson-gaussian": return poisson_gaussian_event(self.sigma, self.sensitivity, self.sampling_rate, self.count)
-        if self.mechanism == "nonprivate": return dp_accounting.NonPrivateDpEvent()
+        if self.mechanism == "gaussian": return _check_count("count", self.count) * (self.sensitivity / self.sigma) ** 2
+        if self.mechanism == "tree": return tree_levels(self.count) * (self.sensitivity / self.sigma) ** 2
+        if self.mechanism == "poisson-gaussian": return None if self.sampling_rate < 1 else self.count * (2 * self.sensitivity / self.sigma) ** 2
+        if self.mechanism == "nonprivate": return math.inf
         raise ValueError(f"Unknown mechanism {self.mechanism!r}: use 'gaussian', 'tree', 'poisson-gaussian' or 'nonprivate'.")
+
+    @property
+    def event(self) -> dp_accounting.DpEvent:
+        "This entry as a dp-accounting event for `PLDAccountant(NeighboringRelation.REPLACE_ONE)` (a third party's re-check)."
+        if self.mechanism == "nonprivate": return dp_accounting.NonPrivateDpEvent()
+        if self.mechanism == "poisson-gaussian": return poisson_gaussian_event(self.sigma, self.sensitivity, self.sampling_rate, self.count)
+        self.mu2                                              # validates the entry
+        # REPLACE_ONE's GaussianDpEvent(z) puts the means 2/z apart: z = 2σ/s for means s apart
+        return (gaussian_event if self.mechanism == "gaussian" else tree_event)(2 * self.sigma, self.sensitivity, self.count)
+
 
 # %% ../nbs/01a_ledger.ipynb #417dc46c
 class Ledger(NamedTuple):
-    "Immutable list of `Release`s; ε is computed on demand by dp-accounting."
+    "Immutable list of `Release`s; ε (replace-one) is computed on demand by `spent`."
     releases: tuple = ()
 
     def record(self, *releases:Release) -> "Ledger":
@@ -71,38 +89,84 @@ class Ledger(NamedTuple):
         return out
 
 # %% ../nbs/01a_ledger.ipynb #b12a13da
-_POISSON_RDP_ORDERS = tuple(a for a in RDP_ORDERS if a <= 1024)
+PLD_DISCRETIZATION = 1e-3   # coarsest PLD value grid for sampled entries (finer where the per-step losses are smaller)
+PLD_MAX_POINTS = 3 * 10**5  # a PLD whose composed support would exceed this many grid points is not built (the RDP bound stands)
+POISSON_RDP_ORDERS = tuple(np.r_[np.arange(1.5, 20.01, 0.5), np.arange(21, 65), [72, 80, 96, 112, 128, 160, 192, 256, 320, 384, 448, 512]])
 
-def _has_poisson(event) -> bool:
-    if isinstance(event, PoissonSampledDpEvent): return True
-    if isinstance(event, SelfComposedDpEvent): return _has_poisson(event.event)
-    if isinstance(event, ComposedDpEvent): return any(_has_poisson(e) for e in event.events)
-    return False
+def addremove_poisson_rdp(q:float, # sampling rate
+                          z:float, # noise multiplier σ/C
+                          orders, # integer Rényi orders ≥ 2
+                         ) -> np.ndarray:
+    "RDP of one add/remove Poisson-subsampled Gaussian at integer orders: log Σ_k C(α,k)(1−q)^{α−k}q^k e^{(k²−k)/(2z²)} / (α−1) (Mironov, Talwar & Zhang 2019)."
+    out = []
+    for a in np.asarray(orders, dtype=int):
+        k = np.arange(a + 1)
+        logc = gammaln(a + 1) - gammaln(k + 1) - gammaln(a - k + 1)
+        terms = logc + k * math.log(q) + (a - k) * (math.log1p(-q) if q < 1 else 0.0) + (k * k - k) / (2 * z * z)
+        if q == 1: terms = np.where(k == a, terms, -np.inf)
+        out.append(logsumexp(terms) / (a - 1))
+    return np.array(out)
 
-def _epsilon(event, delta:float, accountant:str) -> float:
-    "`epsilon_of`, except that Poisson events on the RDP accountant use the orders ≤ 1024."
-    if accountant != "rdp" or not _has_poisson(event): return epsilon_of(event, delta, accountant)
-    acc = RdpAccountant(_POISSON_RDP_ORDERS, NeighboringRelation.ADD_OR_REMOVE_ONE)
-    return float(acc.compose(event).get_epsilon(_check_delta(delta)))
+def replace_one_poisson_rdp(q:float, # sampling rate
+                            z:float, # noise multiplier σ/C
+                            orders, # Rényi orders α: half-integers ≥ 1.5, so that 2α and 2α − 1 are integers
+                           ) -> np.ndarray:
+    "RDP of one replace-one Poisson-subsampled Gaussian: Mironov 2017 Prop. 11 (p = 2) through the removed record."
+    a = np.asarray(orders, dtype=float)
+    return (a - 0.5) / (a - 1) * addremove_poisson_rdp(q, z, 2 * a) + addremove_poisson_rdp(q, z, 2 * a - 1)
+
+
+# %% ../nbs/01a_ledger.ipynb #feb9b6b7
+def _pld_epsilon(gauss:float, sampled:list, delta:float) -> float:
+    "dp-accounting's PLD (REPLACE_ONE) of a Gaussian with Σμ² = `gauss` and the sampled entries, on a grid a third of their smallest per-step loss; inf if too big."
+    step = [r.sampling_rate * min(1.0, 2 * r.sensitivity / r.sigma) for r in sampled]     # spread of one step's privacy loss
+    vdi = float(np.clip(min(step) / 3, 1e-7, PLD_DISCRETIZATION))
+    spread = 40 * (math.sqrt(sum(r.count * s * s for r, s in zip(sampled, step))) + math.sqrt(gauss)) + sum(r.count * s * s for r, s in zip(sampled, step))
+    if spread / vdi > PLD_MAX_POINTS or min(r.sigma / r.sensitivity for r in sampled) < 0.2: return math.inf
+    acc = PLDAccountant(NeighboringRelation.REPLACE_ONE, value_discretization_interval=vdi)
+    if gauss > 0: acc.compose(GaussianDpEvent(2 / math.sqrt(gauss)))
+    for r in sampled: acc.compose(r.event)
+    return float(acc.get_epsilon(delta))
+
+def _group_epsilon(entries:tuple, # the releases one record is exposed to
+                   delta:float, accountant:str) -> float:
+    "ε at δ of `entries` composed, for replace-one neighbours (see the three cases above)."
+    mu2 = [r.mu2 for r in entries]
+    if math.inf in mu2: return math.inf
+    gauss, sampled = sum(m for m in mu2 if m is not None), [r for r, m in zip(entries, mu2) if m is None]
+    if not sampled and accountant == "pld": return gdp_epsilon(math.sqrt(gauss), delta)
+    orders = np.asarray(POISSON_RDP_ORDERS if sampled else RDP_ORDERS)
+    rdp = gauss * orders / 2 + sum(r.count * replace_one_poisson_rdp(r.sampling_rate, r.sigma / r.sensitivity, orders) for r in sampled)
+    eps_rdp = float(compute_epsilon(orders, rdp, delta)[0])
+    return min(eps_rdp, _pld_epsilon(gauss, sampled, delta)) if accountant == "pld" else eps_rdp
+
 
 # %% ../nbs/01a_ledger.ipynb #bd9560d9
 def _group_signature(entries): return tuple(sorted((r.mechanism, r.sensitivity, r.sigma, r.count, r.sampling_rate) for r in entries))
 
-def _worst_events(self) -> list:
-    "One composed event per distinct group (each including the 'all' entries)."
-    g = self.groups(); common = [r.event for r in g.pop("all", [])]
+def _worst_groups(self) -> list:
+    "One tuple of entries per distinct group (each including the 'all' entries): the candidates for the worst-case record."
+    g = self.groups(); common = tuple(g.pop("all", []))
     distinct = {_group_signature(v): v for v in g.values()}
-    if not distinct: return [compose_events(*common)] if common else []
-    return [compose_events(*common, *[r.event for r in v]) for v in distinct.values()]
+    return [common + tuple(v) for v in distinct.values()] or ([common] if common else [])
+
+@functools.lru_cache(maxsize=4096)
+def _spent_cached(ledger, delta:float, accountant:str) -> float:
+    return max((_group_epsilon(e, delta, accountant) for e in ledger._worst_groups()), default=0.0)
 
 def _spent(self, delta:float, # target δ
-           accountant:str="rdp", # 'rdp' or 'pld'
+           accountant:str=DEFAULT_ACCOUNTANT, # 'pld' or 'rdp'
           ) -> float:
-    "ε spent at `delta` by the worst-case record (0 for an empty ledger)."
-    events = _worst_events(self)
-    return max((_epsilon(e, delta, accountant) for e in events), default=0.0)
+    "ε spent at `delta` by the worst-case record, for replace-one neighbours (0 for an empty ledger)."
+    if accountant not in ACCOUNTANTS: raise ValueError(f"`accountant` must be one of {', '.join(map(repr, ACCOUNTANTS))}. Found {accountant!r}.")
+    return _spent_cached(self, float(_check_delta(delta)), accountant)
 
-Ledger._worst_events, Ledger.spent = _worst_events, _spent
+def _events(self) -> list:
+    "The worst-case record's releases as dp-accounting events, one ComposedDpEvent per distinct group, for `PLDAccountant(REPLACE_ONE)`."
+    return [dp_accounting.ComposedDpEvent([r.event for r in e]) for e in self._worst_groups()]
+
+Ledger._worst_groups, Ledger.spent, Ledger.events, Ledger.neighbouring = _worst_groups, _spent, _events, NEIGHBOURING
+
 
 # %% ../nbs/01a_ledger.ipynb #38caac3e
 def _rows(self):
@@ -165,57 +229,99 @@ def _bisect(fits, lo, hi, iters=40, increasing=True):
         else: lo = mid
     return hi if increasing else lo
 
+
+# %% ../nbs/01a_ledger.ipynb #cda0ff7f
+def _search(cost, epsilon:float, hi:float, step:float=2.0) -> float:
+    "The c with cost(c) = ε (cost decreasing in c), by Brent's method on log c from a bracket [hi/step^k, hi·step^j] grown around `hi`."
+    while cost(hi) > epsilon: hi *= step
+    lo = hi / step
+    for _ in range(100):
+        if cost(lo) > epsilon: break
+        hi, lo = lo, lo / step
+    return math.exp(brentq(lambda t: cost(math.exp(t)) - epsilon, math.log(lo), math.log(hi), xtol=1e-6))
+
+@functools.lru_cache(maxsize=1024)
+def calibrate_ledger(unit:Ledger, # the releases at unit noise scale: the run's σ's are c times these
+                     epsilon:float, # target ε
+                     delta:float, # target δ
+                     accountant:str=DEFAULT_ACCOUNTANT, # 'pld' or 'rdp'
+                    ) -> float:
+    "Smallest factor c (rounded up to 7 digits) such that `unit` with every σ multiplied by c spends ≤ ε at δ (replace-one)."
+    _validate_target(epsilon, delta)
+    if accountant not in ACCOUNTANTS: raise ValueError(f"`accountant` must be one of {', '.join(map(repr, ACCOUNTANTS))}. Found {accountant!r}.")
+    cost = lambda c: _scaled(unit, noise=c).spent(delta, accountant)
+    mu2 = [[r.mu2 for r in g] for g in unit._worst_groups()]
+    if math.inf in sum(mu2, []): raise ValueError("A ledger with a 'nonprivate' entry cannot be calibrated: it has no noise to scale.")
+    full = max(sum(m if m is not None else r.count * (2 * r.sensitivity / r.sigma) ** 2 for r, m in zip(g, ms))
+               for g, ms in zip(unit._worst_groups(), mu2))
+    c = math.sqrt(full) / gdp_mu(epsilon, delta)                           # exact when nothing is sampled (and 'pld')
+    if accountant == "rdp" or any(m is None for ms in mu2 for m in ms):
+        c = _search(lambda c: _scaled(unit, noise=c).spent(delta, "rdp"), epsilon, c)   # the RDP bound: cheap, never below the PLD
+        if accountant == "pld": c = _search(cost, epsilon, c, step=1.25)               # the PLD refines it downwards
+    c = _round_up(c)
+    while cost(c) > epsilon: c = _round_up(c * (1 + 1e-6))
+    return c
+
+
 # %% ../nbs/01a_ledger.ipynb #600977b8
 def check_budget(planned:Ledger, # the releases the run will make
                  epsilon:float, # target ε
                  delta:float, # target δ
-                 accountant:str="rdp", # 'rdp' or 'pld'
+                 accountant:str=DEFAULT_ACCOUNTANT, # 'pld' or 'rdp'
                 ) -> float:
     "Return the planned ε if it fits (ε, δ); otherwise raise `BudgetExceededError` naming what to change."
     _validate_target(epsilon, delta)
     spent = planned.spent(delta, accountant)
     if spent <= epsilon: return spent
     fits = lambda led: led.spent(delta, accountant) <= epsilon
-    hi = 2.0
-    while not fits(_scaled(planned, noise=hi)) and hi < 1e6: hi *= 2
-    factor = _bisect(lambda c: fits(_scaled(planned, noise=c)), 1.0, hi)
-    msg = (f"The planned releases spend epsilon = {spent:.4g} at delta = {delta:g}, more than the budget epsilon = {epsilon:g}. "
-           f"Nothing was run and no data was read. To fit, multiply every noise scale by {factor:.3g} "
-           f"(for example through a larger dataset or batch, which lowers the sensitivity by the same factor), ")
+    msg = f"The planned releases spend epsilon = {spent:.4g} at delta = {delta:g}, more than the budget epsilon = {epsilon:g}. Nothing was run and no data was read. To fit, "
+    if math.isfinite(spent):
+        msg += (f"multiply every noise scale by {calibrate_ledger(planned, epsilon, delta, accountant):.3g} "
+                "(for example through a larger dataset or batch, which lowers the sensitivity by the same factor), ")
     total = sum(r.count for r in planned.releases if r.mechanism in _COUNTED)
-    if total > 1 and fits(_scaled(planned, keep=1 / total)):
-        keep = _bisect(lambda f: fits(_scaled(planned, keep=f)), 1 / total, 1.0, increasing=False)
+    if math.isfinite(spent) and total > 1 and fits(_scaled(planned, keep=1 / total)):
+        keep = _bisect(lambda f: fits(_scaled(planned, keep=f)), 1 / total, 1.0, iters=24, increasing=False)
         kept = sum(max(1, int(math.floor(r.count * keep))) for r in planned.releases if r.mechanism in _COUNTED)
         msg += f"or cut the Gaussian releases (steps) from {total} to {kept}, "
     raise BudgetExceededError(msg + f"or raise epsilon to {spent:.4g}.")
 
+
 # %% ../nbs/01a_ledger.ipynb #012bb360
 class Result(NamedTuple):
-    "The output of a private run: point, privacy report, data use, clipping, trace and timing."
+    "The output of a private run: point, privacy report, data use, a trace of released quantities, and timing."
     x: np.ndarray                  # the output point x_out (host array)
     ledger: Ledger                 # every noisy release
     epsilon: float                 # target ε
     delta: float                   # target δ
     seeded: bool                   # True: reproducible from `seed`; False: noise from OS entropy
     seed: int|None = None          # the user's seed, if any
-    accountant: str = "rdp"        # accountant used for `epsilon_spent`
-    samples_used: int = 0          # distinct samples read
+    accountant: str = DEFAULT_ACCOUNTANT  # accountant used for `epsilon_spent`
+    samples_used: int = 0          # distinct samples read (fixed by the plan and the public sampling, not by the data's values)
     max_uses_per_sample: int = 0   # 1 for single-pass algorithms
-    clipped_fraction: float = 0.0  # fraction of differences/gradients clipped
-    trace: dict|None = None        # per-step diagnostics (only privatized or data-independent quantities)
+    nonprivate: dict|None = None   # NOT private: exact diagnostics on the private data, only when asked for by name
+    trace: dict|None = None        # per-step quantities computed from released (noisy) or public values only
     seconds: float = 0.0           # wall-clock time
+    secure: bool = False           # True: noise from the cryptographic generator (`make_rng(secure=True)`)
 
     @property
     def epsilon_spent(self) -> float:
-        "ε spent at the target δ according to the ledger."
+        "ε spent at the target δ according to the ledger (replace-one neighbours)."
         return self.ledger.spent(self.delta, self.accountant)
+
+    @property
+    def neighbouring(self) -> str:
+        "The neighbouring relation `epsilon_spent` holds for: replace-one (datasets of the same size differing in one record)."
+        return NEIGHBOURING
+
 
 # %% ../nbs/01a_ledger.ipynb #40e811cb
 def _result_summary(self) -> list:
-    return [("epsilon spent / target", f"{self.epsilon_spent:.4g} / {self.epsilon:g}"), ("delta", f"{self.delta:g}"),
-            ("accountant", self.accountant), ("seeded", f"yes (seed {self.seed})" if self.seeded else "no (OS entropy)"),
-            ("samples used", str(self.samples_used)), ("max uses per sample", str(self.max_uses_per_sample)),
-            ("clipped fraction", f"{self.clipped_fraction:.2%}"), ("seconds", f"{self.seconds:.2f}")]
+    rows = [("epsilon spent / target", f"{self.epsilon_spent:.4g} / {self.epsilon:g}"), ("delta", f"{self.delta:g}"),
+            ("neighbouring", self.neighbouring), ("accountant", self.accountant),
+            ("seeded", f"yes (seed {self.seed})" if self.seeded else "no (OS entropy)" + (", secure generator" if self.secure else "")),
+            ("samples used", str(self.samples_used)), ("max uses per sample", str(self.max_uses_per_sample)), ("seconds", f"{self.seconds:.2f}")]
+    if self.nonprivate: rows.append(("NOT PRIVATE diagnostics", ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in self.nonprivate.items())))
+    return rows
 
 def _result_repr(self) -> str:
     head = "\n".join(f"{k:<24}{v}" for k, v in _result_summary(self))
@@ -234,3 +340,4 @@ Ledger._repr_html_ = lambda self: _html_table(_rows(self), _HEAD)
 Result._repr_html_ = lambda self: (f"<b>Result</b> (dim {len(self.x)})" + _html_table(_result_summary(self))
                                    + "<b>Ledger</b>" + self.ledger._repr_html_())
 Result.__repr__, Result._repr_markdown_ = _result_repr, _result_markdown
+

@@ -10,19 +10,20 @@ import math, time, warnings
 from typing import NamedTuple, Callable
 import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, RNG
-from .privacy import (calibrate_tree, calibrate_gaussian, dp_to_zcdp, tree_levels, _check_positive, _check_delta)
-from .ledger import Ledger, Release, Result, check_budget, BudgetExceededError
+from .privacy import (calibrate_tree, calibrate_gaussian, dp_to_zcdp, tree_levels, _check_positive, _check_delta,
+                                 DEFAULT_ACCOUNTANT)
+from .ledger import Ledger, Release, Result, check_budget, BudgetExceededError, calibrate_ledger
 from .smoothing import smoothing_constant
 from .streams import DataStream, MultiPassView
 from .o2nc import o2nc, periodic_samples, RunStopped
 from .checkpoint import Checkpointer, CheckpointWriteError, content_hash, problem_description
 
 # %% auto #0
-__all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'CLIP_WARN_ABOVE', 'InsufficientDataError', 'Plan',
-           'n_for_rate', 'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate', 'klt_single_pass_recipe',
-           'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate', 'ztc_recipe', 'naive_rate',
-           'naive_recipe', 'dpsgd_recipe', 'Algorithm', 'register', 'list_algorithms', 'check_request', 'plan_run',
-           'run_fingerprint', 'minimize', 'planned_ledger']
+__all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'CLIP_WARN_ABOVE', 'DIAGNOSTICS',
+           'InsufficientDataError', 'Plan', 'n_for_rate', 'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate',
+           'klt_single_pass_recipe', 'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate',
+           'ztc_recipe', 'naive_rate', 'naive_recipe', 'dpsgd_recipe', 'Algorithm', 'register', 'list_algorithms',
+           'check_request', 'plan_run', 'run_fingerprint', 'minimize', 'planned_ledger']
 
 # %% ../nbs/30_minimize.ipynb #a12035c3
 class InsufficientDataError(ValueError):
@@ -48,7 +49,7 @@ class Plan(NamedTuple):
     rate: float = 0.0       # the theorem's predicted accuracy at this n, β̂(n) (with `c_rate`)
     n_required: int = 0     # the n the theorem needs for `beta` (with `c_rate`)
     beta_chosen: bool = False  # True when β was not given and the recipe chose β = β̂(n)
-    accountant: str = "rdp"
+    accountant: str = "pld"
     errata: tuple = ()      # the implementation-note errata this recipe applies
     extra: dict = {}        # algorithm-specific settings (e.g. directions, sampling, lr)
 
@@ -114,7 +115,7 @@ def klt_single_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float
                            L:float=1.0, # per-sample Lipschitz constant (enforced by clipping)
                            Phi:float=1.0, # F(x0) − inf F (affects utility parameters only)
                            first_order:bool=False, # Alg. 5 (gradients) instead of Alg. 3 (function values)
-                           accountant:str="rdp", # 'rdp' or 'pld'
+                           accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (default) or 'rdp'
                            c_D:float=1.0, # constant in front of D (hidden in Θ̃)
                            c_Sigma:float=1.0, # constant in front of Σ (hidden in Θ̃)
                            c_rate:float=1.0, # constant in front of the rate β̂(n) (hidden in Õ)
@@ -179,7 +180,7 @@ def klt_multi_pass_rate(n, d, epsilon, alpha, L=1.0, Phi=1.0) -> float:
 
 def klt_multi_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float,
                           beta:float|None=None, # target β for the empirical loss F̂ (None: β̂(n))
-                          L:float=1.0, Phi:float=1.0, accountant:str="rdp",
+                          L:float=1.0, Phi:float=1.0, accountant:str=DEFAULT_ACCOUNTANT,
                           c_D:float=1.0, # constant in front of D = αβ²/L²
                           c_T:float=1.0, # constant in front of T = ΦL²/(αβ³)
                           c_rate:float=1.0, # constant in front of the rate
@@ -232,7 +233,7 @@ def ztc_rate(n, d, epsilon, delta, alpha, L=1.0, Phi=1.0) -> float:
     return (A * d * L**2 / (alpha * n)) ** (1 / 3) + (A * d**1.5 * L / (rho * alpha * n)) ** 0.5
 
 def ztc_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float|None=None, L:float=1.0, Phi:float=1.0,
-               accountant:str="rdp",
+               accountant:str=DEFAULT_ACCOUNTANT,
                c_rate:float=1.0, # constant in front of the rate
                T_rule:str="max", # 'max' (correct) or 'paper_min' (as printed)
                n_dirs:int|None=None, # directions per sample (default d, the paper)
@@ -276,7 +277,7 @@ def naive_rate(n, d, epsilon, delta, alpha, L=1.0, Phi=1.0, B=None, private=True
     return _naive_bound(_naive_T(n, d, alpha, L, Phi, B, rho), n, d, alpha, L, Phi, B, rho)
 
 def naive_recipe(n:int, d:int, epsilon:float|None, delta:float|None, alpha:float, beta:float|None=None, L:float=1.0,
-                 Phi:float=1.0, accountant:str="rdp", c_rate:float=1.0,
+                 Phi:float=1.0, accountant:str=DEFAULT_ACCOUNTANT, c_rate:float=1.0,
                  B:int|None=None, # batch per step (default max(1, round(d^{3/2}/ρ)); the paper: 1)
                  private:bool=True, # False: sigma = 0, B = 1 (Kornowski–Shamir 2023)
                 ) -> Plan:
@@ -302,7 +303,7 @@ def naive_recipe(n:int, d:int, epsilon:float|None, delta:float|None, alpha:float
 
 # %% ../nbs/30_minimize.ipynb #5eb66ba7
 def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float|None=None, L:float=1.0, Phi:float=1.0,
-                 accountant:str="rdp",
+                 accountant:str=DEFAULT_ACCOUNTANT,
                  batch_size:int|None=None, # default max(16, round(√n))
                  epochs:int=5, # passes over the data
                  lr:float|None=None, # default 0.5·α (steps of the order of the smoothing radius)
@@ -314,25 +315,12 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:flo
     b = int(min(n, batch_size or max(16, round(math.sqrt(n)))))
     steps = max(1, epochs * (n // b))
     unit = dpsgd_releases(n, steps, b, L, 1.0, sampling)
-    sigma = _calibrate_ledger(unit, epsilon, delta, accountant)
+    sigma = calibrate_ledger(unit, epsilon, delta, accountant)
     rate = lambda k: klt_single_pass_rate(k, d, epsilon, alpha, L, Phi)
     return Plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, float(epsilon), float(delta), float(alpha),
                 float(beta) if beta else rate(n), float(L), float(Phi), steps, 0.0, 1, float(lr or 0.5 * alpha), 1, b, b, 1, sigma,
                 0.0, L, 0.0, False, rate(n), n_for_rate(rate, float(beta) if beta else rate(n)), beta is None, accountant,
                 ("per-sample clipping to L; sigma from the accountant",), dict(sampling=sampling, epochs=epochs))
-
-def _calibrate_ledger(unit:Ledger, epsilon, delta, accountant) -> float:
-    "Smallest common factor c (to 1e-7) such that scaling every sigma of `unit` by c meets (ε, δ), priced by `Ledger.spent`."
-    from dpnotebooks.ledger import _scaled
-    fits = lambda c: _scaled(unit, noise=c).spent(delta, accountant) <= epsilon
-    lo, hi = 1e-3, 1.0
-    while not fits(hi): lo, hi = hi, hi * 4
-    while fits(lo) and lo > 1e-12: hi, lo = lo, lo / 4
-    while hi / lo - 1 > 1e-7:
-        mid = math.sqrt(lo * hi)
-        if fits(mid): hi = mid
-        else: lo = mid
-    return hi
 
 # %% ../nbs/30_minimize.ipynb #ef49a1e1
 DATA_STREAM, ORACLE_STREAM, DRIVER_STREAM = 0x6461, 0x6f72, 0x6472   # children of the run's root RNG ('da', 'or', 'dr')
@@ -443,7 +431,7 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
              epsilon:float|None=None, delta:float|None=None, # the privacy target (ignored by non-private algorithms)
              alpha:float|None=None, # Goldstein radius (default 0.1·Φ/L; the guarantee is at 2α), or the α of an α-SOSP (lt-sosp)
              beta:float|None=None, # target Goldstein norm (None: the best the data allow)
-             accountant:str="rdp", Phi:float|None=None,
+             accountant:str=DEFAULT_ACCOUNTANT, Phi:float|None=None,
              **overrides, # recipe constants or plan fields
             ) -> Plan:
     "The plan `minimize` would run: validated, overridden and priced, without reading the data."
@@ -465,7 +453,7 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
         plan = plan._replace(**fields)
         # re-price unless the user fixed the noise, or changed only fields no sensitivity or count depends on
         if alg.private and not {"sigma", "sigma2"} & set(fields) and set(fields) - {"eta", "M", "m"}:
-            c = _calibrate_ledger(_unit_ledger(problem, plan, alg, make_rng(0)), plan.epsilon, plan.delta, accountant)
+            c = calibrate_ledger(_unit_ledger(problem, plan, alg, make_rng(0)), plan.epsilon, plan.delta, accountant)
             if plan.sigma2: plan = plan._replace(sigma=c * 2 * plan.C1 / plan.n, sigma2=c * 2 * plan.C2 / plan.n)
             else: plan = plan._replace(sigma=c)
     return plan
@@ -478,21 +466,19 @@ def _check_x0(x0, d:int):
     if not np.all(np.isfinite(x)): raise ValueError(f"`x0` contains NaN or inf (first at index {int(np.argmin(np.isfinite(x)))}). Start from a finite point.")
     return asarray(x)
 
-def _check_data(problem):
-    "NaN or inf in the data would poison every release: refuse them (after the budget check, before any noise is drawn)."
-    from dpnotebooks.problems import _check_finite
-    _check_finite(problem.data.A, "The features A"); _check_finite(problem.data.y, "The targets y")
-
 def _nonprivate_ledger() -> Ledger:
     return Ledger((Release("nonprivate", 0.0, 0.0, 1, "all", "output computed without noise: NOT private"),))
 
-CLIP_WARN_ABOVE = 0.1   # a run that clipped more than this fraction of its per-sample quantities warns
+CLIP_WARN_ABOVE = 0.1   # with non-private diagnostics, a run that clipped more than this fraction of its per-sample quantities warns
+DIAGNOSTICS = (None, "nonprivate")
 
-def _warn_clipping(res, algorithm:str, L:float):
-    "Out-of-spec losses: clipping keeps the guarantee, the result reports the fraction, and a large one warns."
+def _diagnostics(res, diagnostics:str|None, algorithm:str, L:float):
+    "Strip the exact (data-dependent) counts unless asked for by name; when asked, they come back labelled and a large clip rate warns."
+    if diagnostics != "nonprivate": return res._replace(nonprivate=None)
     from dpnotebooks.clipping import warn_clipping
-    warn_clipping(res.clipped_fraction, CLIP_WARN_ABOVE, f"{algorithm}'s per-sample quantities", L=L, stacklevel=3)
-    return res
+    np_ = dict(res.nonprivate or {}, note="computed on the private data: NOT private, do not publish")
+    warn_clipping(np_.get("clipped_fraction", 0.0), CLIP_WARN_ABOVE, f"{algorithm}'s per-sample quantities", L=L, stacklevel=3)
+    return res._replace(nonprivate=np_)
 
 def run_fingerprint(problem, algorithm:str, plan, x0, seed) -> dict:
     "Content hashes of what defines a run (data, problem, algorithm, plan, x0, seed, backend, version): a checkpoint resumes only the same run."
@@ -521,7 +507,8 @@ def minimize(problem, # a `Problem` with its data
              alpha:float|None=None, # Goldstein radius (default 0.1·Φ/L); the guarantee is for radius 2α
              beta:float|None=None, # target Goldstein norm (None: the best the data allow)
              seed:int|None=None, # None: noise from OS entropy; an int: reproducible bit for bit
-             accountant:str="rdp", # 'rdp' or 'pld'
+             secure:bool=False, # noise from a cryptographic generator with the floating-point mitigation (no seed; slower normals)
+             accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (default) or 'rdp'
              x0=None, # initial point (default problem.x0)
              Phi:float|None=None, # F(x0) − inf F (default problem.Phi or 1)
              progress:bool=False, # tqdm progress bar
@@ -529,20 +516,23 @@ def minimize(problem, # a `Problem` with its data
              checkpoint_every:int|None=None, # N (default: about 100 saves per run)
              resume:bool=False, # continue the run saved at `checkpoint` (same problem, data and arguments; refused otherwise)
              checkpoint_info:dict|None=None, # plain data stored in the checkpoint for the caller (`dpnb run` stores its request)
+             diagnostics:str|None=None, # 'nonprivate': also return exact clip and non-finite counts on the private data (NOT private)
              **overrides, # recipe constants (c_D, clip_prob, directions, …) or plan fields (T, m, sigma, …)
             ) -> Result:
     "Plan, price, refuse or run a registered algorithm; returns a `Result` with the point and its privacy report."
     t0 = time.perf_counter()
+    if diagnostics not in DIAGNOSTICS:
+        raise ValueError(f"`diagnostics` must be None (the default: nothing computed on the private data is returned) or 'nonprivate'. Found {diagnostics!r}.")
     from dpnotebooks.problems import check_loss
     check_loss(problem)                                   # shapes, on a zero batch: no data read, nothing spent
     plan = plan_run(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, **overrides)
-    alg, rng = ALGORITHMS[algorithm], make_rng(seed)
+    alg, rng = ALGORITHMS[algorithm], make_rng(seed, secure=secure)
     x0 = problem.x0 if x0 is None else _check_x0(x0, problem.dim)
     ck, rng = _checkpointer(problem, algorithm, plan, x0, seed, rng, checkpoint, checkpoint_every, resume, checkpoint_info)
     if alg.run is not None:                              # own loops: a fault raises, a NaN output never comes back silently
         if alg.ledger_at is not None and alg.private: ck.ledger_at = lambda s: alg.ledger_at(problem, plan, s)
         try:
-            with ck: res = alg.run(problem, plan, rng, seed, x0, progress, t0, ck)
+            with ck, np.errstate(all="ignore"): res = alg.run(problem, plan, rng, seed, x0, progress, t0, ck)   # no warning computed on the data
         except Exception as err:
             if ck.loop is None: raise                   # refusals and bad input: raised before the loop began, nothing was released
             if isinstance(err, RunStopped): stop = err                        # a NaN or inf iterate, at its step (`stop_if_nonfinite`)
@@ -558,18 +548,17 @@ def minimize(problem, # a `Problem` with its data
         if not np.all(np.isfinite(to_numpy(res.x))):
             raise RunStopped(None, None, "the output is NaN or inf: the loss produced non-finite values during the run", ledger=res.ledger,
                              epsilon_spent=res.epsilon_spent if alg.private else None, algorithm=algorithm)
-        return _warn_clipping(res._replace(trace=dict(res.trace, checkpoint=_ck_report(ck))), algorithm, problem.L)
+        return _diagnostics(res._replace(trace=dict(res.trace, checkpoint=_ck_report(ck)), secure=rng.secure), diagnostics, algorithm, problem.L)
     oracle, access = alg.build(problem, plan, rng)
     ledger = oracle.releases(plan.T) if alg.private else _nonprivate_ledger()
     if alg.private: check_budget(ledger, plan.epsilon, plan.delta, accountant)     # refuse before any data is read
-    _check_data(problem)
     need = oracle.samples_needed(plan.T)
     if alg.access == "single-pass" and need > len(problem.data):
         raise InsufficientDataError(f"{algorithm}: the plan reads {need} distinct samples but the data have {len(problem.data)}. "
                                     "Use more data or fewer steps (T).")
     if alg.private: ck.ledger_at = lambda s: oracle.releases(s) if s >= 1 else Ledger()
     try:
-        with ck:
+        with ck, np.errstate(all="ignore"):              # floating-point warnings on the private data would leak; NaN and inf are zeroed instead
             out = o2nc(oracle, x0, plan.T, plan.D, plan.eta, plan.M, rng=rng.child(DRIVER_STREAM),
                        restart_every=plan.period if plan.restart else None, progress=progress, checkpoint=ck)
     except RunStopped as stop:                           # a fault mid-run: report what was released, then stop
@@ -581,9 +570,9 @@ def minimize(problem, # a `Problem` with its data
     used = access.samples_used if isinstance(access, DataStream) else int((access.uses > 0).sum())
     trace = dict(algorithm=algorithm, plan=plan, block_means=out.block_means, block_index=out.block_index, chosen=out.chosen, g_norms=out.g_norms,
                  x_last=out.x_last, checkpoint=_ck_report(ck))
-    return _warn_clipping(Result(out.x_out, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
-                                 rng.seeded, seed, accountant, used, access.max_uses, oracle.clip.fraction, trace, time.perf_counter() - t0),
-                          algorithm, problem.L)
+    return _diagnostics(Result(out.x_out, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
+                               rng.seeded, seed, accountant, used, access.max_uses, oracle.clip.diagnostics(), trace, time.perf_counter() - t0,
+                               rng.secure), diagnostics, algorithm, problem.L)
 
 def _ck_report(ck) -> dict|None:
     "What checkpointing did in this run (for `Result.trace['checkpoint']`)."
@@ -605,14 +594,13 @@ def _run_dpsgd(problem, plan, rng, seed, x0, progress, t0, ck=None):
     sampling = plan.extra.get("sampling", "shuffle")
     ledger = dpsgd_releases(plan.n, plan.T, plan.B2, plan.C1, plan.sigma, sampling)
     check_budget(ledger, plan.epsilon, plan.delta, plan.accountant)
-    _check_data(problem)
     view = MultiPassView(problem.data)
     out = dp_sgd(problem, view, plan.T, plan.B2, plan.eta, plan.C1, plan.sigma, alpha=plan.alpha, sampling=sampling,
                  x0=x0, rng=rng.child(ORACLE_STREAM), progress=progress, checkpoint=ck)
     trace = dict(algorithm="dp-sgd", plan=plan, x_last=out.x_last, g_norms=out.grad_norms)
     return Result(out.x_out, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant,
                   int((view.uses > 0).sum()), view.max_uses,
-                  out.clip.fraction, trace, time.perf_counter() - t0)
+                  out.clip.diagnostics(), trace, time.perf_counter() - t0)
 
 # %% ../nbs/30_minimize.ipynb #65dc85ef
 def planned_ledger(problem, # the `Problem` the plan is for (its data are not read)

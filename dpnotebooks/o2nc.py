@@ -122,7 +122,7 @@ def _check_o2nc_args(T, D, eta, M, restart_every):
 # %% ../nbs/10_o2nc.ipynb #a515aa22
 O2NC_STREAM = 0x6f32  # first key of the driver's own streams (s_t and the output choice), apart from the oracle's
 
-_LOSS_FIX = "Fix the loss (it must be finite on the whole domain) and run again."
+_LOSS_FIX = "Fix the loss (it must not raise on any record) or the plan (a noise or step that overflows), and run again."
 
 class RunStopped(RuntimeError):
     "A run stopped by a fault mid-run: the step, the last good iterate, why, and (filled in by `minimize`) what was released so far."
@@ -161,7 +161,7 @@ def stop_if_nonfinite(t:int, # the step that produced `x`
                      ):
     "Loops with their own steps (DP-SGD, SpiderBoost, LT) call this before saving step t: a NaN or inf iterate stops the run there."
     if not bool(get_xp().all(get_xp().isfinite(asarray(x)))):
-        raise RunStopped(t, to_numpy(last_good), "the iterate became NaN or inf at this step: the loss produced non-finite values")
+        raise RunStopped(t, to_numpy(last_good), "the iterate became NaN or inf at this step (per-sample values are zeroed when non-finite, so a public or noisy quantity overflowed)")
 
 def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
          x0, # initial point, shape (d,)
@@ -210,7 +210,7 @@ def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
             raise RunStopped(t, to_numpy(x), f"the loss or oracle raised {type(err).__name__}: {err}") from err
         if g.shape != (d,) or not bool(xp.all(xp.isfinite(g))):
             raise RunStopped(t, to_numpy(x), f"the oracle returned a non-finite or wrongly shaped value (shape {tuple(g.shape)}): "
-                                             "the loss produced NaN or inf")
+                                             "a public or noisy quantity overflowed (per-sample NaN and inf are zeroed)")
         blk = (t - 1) // M
         if blk < K:
             if blk % stride == 0: sums[blk // stride] += z

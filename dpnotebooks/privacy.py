@@ -10,16 +10,18 @@ import math, numbers
 from typing import Callable
 import numpy as np
 from scipy.special import log_ndtr, ndtr
-from dp_accounting import (DpEvent, GaussianDpEvent, SelfComposedDpEvent, ComposedDpEvent,
-                           NeighboringRelation, calibrate_dp_mechanism, LowerEndpointAndGuess)
+import dp_accounting
+from dp_accounting import (DpEvent, GaussianDpEvent, SelfComposedDpEvent, ComposedDpEvent, NoOpDpEvent, NonPrivateDpEvent,
+                           NeighboringRelation, PrivacyAccountant, calibrate_dp_mechanism, LowerEndpointAndGuess)
 from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
 from dp_accounting.pld import PLDAccountant
 
 # %% auto #0
-__all__ = ['RDP_ORDERS', 'ACCOUNTANTS', 'RELEASE_EVENTS', 'zcdp_rho_gaussian', 'rdp_of_gaussian', 'zcdp_to_dp', 'dp_to_zcdp',
-           'zcdp_gaussian_sigma', 'analytic_gaussian_sigma', 'gaussian_event', 'tree_levels', 'tree_event',
-           'compose_events', 'make_accountant', 'epsilon_of', 'calibrate', 'calibrate_gaussian', 'calibrate_tree',
+__all__ = ['RDP_ORDERS', 'ACCOUNTANTS', 'DEFAULT_ACCOUNTANT', 'NEIGHBOURING', 'RELEASE_EVENTS', 'zcdp_rho_gaussian',
+           'rdp_of_gaussian', 'zcdp_to_dp', 'dp_to_zcdp', 'zcdp_gaussian_sigma', 'analytic_gaussian_sigma',
+           'gdp_epsilon', 'gdp_mu', 'gaussian_event', 'tree_levels', 'tree_event', 'compose_events',
+           'GaussianAccountant', 'make_accountant', 'epsilon_of', 'calibrate', 'calibrate_gaussian', 'calibrate_tree',
            'composition_sensitivity', 'calibrate_composition']
 
 # %% ../nbs/01_privacy.ipynb #0ea6ce4a
@@ -105,6 +107,23 @@ def analytic_gaussian_sigma(epsilon:float, # target epsilon
         else: hi = mid
     return hi
 
+# %% ../nbs/01_privacy.ipynb #86415990
+def gdp_epsilon(mu:float, # distance between the two output means in noise standard deviations (μ = s/σ; √Σμ_i² for a composition)
+                delta:float, # target delta in (0, 1)
+               ) -> float:
+    "Exact ε at δ of a Gaussian pair μ apart (Balle & Wang 2018, Thm. 8), via dp_accounting.get_epsilon_gaussian."
+    delta = _check_delta(delta)
+    if not (isinstance(mu, numbers.Real) and mu >= 0): raise ValueError(f"`mu` must be a number >= 0. Found {mu!r}.")
+    if mu == 0: return 0.0
+    return math.inf if math.isinf(mu) else float(dp_accounting.get_epsilon_gaussian(1.0 / mu, delta))
+
+def gdp_mu(epsilon:float, # target epsilon
+           delta:float, # target delta in (0, 1)
+          ) -> float:
+    "Largest μ whose Gaussian pair meets (ε, δ): 1 / analytic_gaussian_sigma(ε, δ, 1) (Balle & Wang 2018, Thm. 8)."
+    return 1.0 / analytic_gaussian_sigma(epsilon, delta, 1.0)
+
+
 # %% ../nbs/01_privacy.ipynb #4c790356
 def gaussian_event(sigma:float, # noise standard deviation per coordinate
                    sensitivity:float, # replace-one L2 sensitivity s of each release
@@ -133,24 +152,56 @@ def compose_events(*events:DpEvent) -> DpEvent:
     if not events: raise ValueError("`compose_events` needs at least one event. Found none.")
     return ComposedDpEvent(list(events))
 
+# %% ../nbs/01_privacy.ipynb #ec64af50
+class GaussianAccountant(PrivacyAccountant):
+    "Exact accountant for adaptive compositions of Gaussian releases: μ² adds up (Dong, Roth & Su 2022, Cor. 3.3)."
+    def __init__(self):
+        super().__init__(NeighboringRelation.ADD_OR_REMOVE_ONE)  # GaussianDpEvent(z): means 1/z noise stds apart
+        self.mu2, self.nonprivate = 0.0, False
+
+    def _maybe_compose(self, event, count:int, do_compose:bool):
+        if isinstance(event, NoOpDpEvent): return None
+        if isinstance(event, SelfComposedDpEvent): return self._maybe_compose(event.event, event.count * count, do_compose)
+        if isinstance(event, ComposedDpEvent):
+            return next((err for e in event.events if (err := self._maybe_compose(e, count, do_compose)) is not None), None)
+        if isinstance(event, (GaussianDpEvent, NonPrivateDpEvent)):
+            if not do_compose: return None
+            if isinstance(event, NonPrivateDpEvent) or event.noise_multiplier == 0: self.nonprivate = True
+            else: self.mu2 += count / event.noise_multiplier ** 2
+            return None
+        return self.CompositionErrorDetails(invalid_event=event, error_message=(
+            "GaussianAccountant prices Gaussian releases only; price Poisson-sampled releases through a `Ledger` "
+            "(dpnotebooks.ledger), which knows their replace-one geometry, or use accountant='rdp'."))
+
+    def get_epsilon(self, target_delta:float) -> float:
+        return math.inf if self.nonprivate else gdp_epsilon(math.sqrt(self.mu2), target_delta)
+
+    def get_delta(self, target_epsilon:float) -> float:
+        if self.nonprivate: return 1.0
+        return 0.0 if self.mu2 == 0 else _gaussian_delta(1.0, _check_positive("epsilon", target_epsilon), math.sqrt(self.mu2))
+
+
 # %% ../nbs/01_privacy.ipynb #5f889a45
 RDP_ORDERS = tuple(sorted(set(DEFAULT_RDP_ORDERS) | {float(a) for a in np.round(np.geomspace(64, 1e5, 60), 3)}))
-ACCOUNTANTS = ("rdp", "pld")
+ACCOUNTANTS = ("pld", "rdp")
+DEFAULT_ACCOUNTANT = "pld"   # exact for Gaussian compositions; dp-accounting's PLD where sampling is involved
+NEIGHBOURING = "replace-one" # the one neighbouring relation of every algorithm: datasets of the same size n that differ in one record
 
-def make_accountant(accountant:str="rdp", # 'rdp' or 'pld'
+def make_accountant(accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (exact, `GaussianAccountant`) or 'rdp' (`RdpAccountant`)
                    ):
-    "A fresh dp-accounting accountant (ADD_OR_REMOVE_ONE; see the neighboring-relation note above)."
+    "A fresh accountant for Gaussian events (noise multiplier σ/s with the replace-one s; see the neighbouring-relation note above)."
+    if accountant == "pld": return GaussianAccountant()
     if accountant == "rdp": return RdpAccountant(RDP_ORDERS, NeighboringRelation.ADD_OR_REMOVE_ONE)
-    if accountant == "pld": return PLDAccountant(NeighboringRelation.ADD_OR_REMOVE_ONE)
     raise ValueError(f"`accountant` must be one of {', '.join(map(repr, ACCOUNTANTS))}. Found {accountant!r}.")
 
-def epsilon_of(event:DpEvent, # what was released (a dp_accounting DpEvent)
+def epsilon_of(event:DpEvent, # what was released: Gaussian events (composed, self-composed), as built above
                delta:float, # target delta in (0, 1)
-               accountant:str="rdp", # 'rdp' (RdpAccountant) or 'pld' (PLDAccountant)
+               accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (exact) or 'rdp'
               ) -> float:
-    "The epsilon of `event` at `delta` according to dp-accounting's RDP or PLD accountant."
+    "The epsilon of `event` at `delta`: exactly (μ-GDP, 'pld') or by dp-accounting's RDP accountant ('rdp')."
     acc = make_accountant(accountant)
     return float(acc.compose(event).get_epsilon(_check_delta(delta)))
+
 
 # %% ../nbs/01_privacy.ipynb #51c3bf1f
 def _round_up(x:float, digits:int=7) -> float:
@@ -161,18 +212,15 @@ def _round_up(x:float, digits:int=7) -> float:
 def calibrate(make_event:Callable[[float], DpEvent], # sigma -> the DpEvent of the whole run at noise sigma
               epsilon:float, # target epsilon
               delta:float, # target delta in (0, 1)
-              accountant:str="rdp", # 'rdp' or 'pld'
+              accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (exact) or 'rdp'
               guess:float=1.0, # scale of sigma for the bracket search (any positive value works; closer is faster)
              ) -> float:
     "Smallest sigma (rounded up) with epsilon_of(make_event(sigma), delta) <= epsilon (dp_accounting.calibrate_dp_mechanism)."
     epsilon, delta = _check_positive("epsilon", epsilon), _check_delta(delta)
     guess = _check_positive("guess", guess)
     make_accountant(accountant)  # validates the name
-    sigma = calibrate_dp_mechanism(lambda: make_accountant("rdp"), make_event, epsilon, delta,
+    sigma = calibrate_dp_mechanism(lambda: make_accountant(accountant), make_event, epsilon, delta,
                                    LowerEndpointAndGuess(1e-6 * guess, guess), tol=1e-9 * guess)
-    if accountant == "pld":
-        sigma = calibrate_dp_mechanism(lambda: make_accountant("pld"), make_event, epsilon, delta,
-                                       LowerEndpointAndGuess(0.6 * sigma, sigma), tol=1e-9 * sigma)
     sigma = _round_up(sigma)
     achieved = epsilon_of(make_event(sigma), delta, accountant)
     if achieved > epsilon:  # an explicit check, not an `assert` that `python -O` would strip
@@ -184,7 +232,7 @@ def calibrate_gaussian(epsilon:float, # target epsilon
                        delta:float, # target delta in (0, 1)
                        sensitivity:float, # replace-one L2 sensitivity s of each release
                        compositions:int=1, # number k of releases composed
-                       accountant:str="rdp", # 'rdp' or 'pld'
+                       accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (exact) or 'rdp'
                       ) -> float:
     "Noise sigma for k composed Gaussian releases meeting (epsilon, delta) (Dwork & Roth 2014, Thm. A.1; Mironov 2017)."
     sensitivity, k = _check_positive("sensitivity", sensitivity), _check_count("compositions", compositions)
@@ -195,7 +243,7 @@ def calibrate_tree(epsilon:float, # target epsilon
                    delta:float, # target delta in (0, 1)
                    sensitivity:float, # per-step (increment) L2 sensitivity s
                    length:int, # stream length Sigma of one period (fresh tree per period)
-                   accountant:str="rdp", # 'rdp' or 'pld'
+                   accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (exact) or 'rdp'
                   ) -> float:
     "Per-node noise sigma for the tree mechanism with a fresh tree per period (KLT Prop. 2.5, ZTC Lemma C.1)."
     sensitivity, levels = _check_positive("sensitivity", sensitivity), tree_levels(length)
@@ -221,7 +269,7 @@ def composition_sensitivity(specs:list, # [(kind, sensitivity, count_or_length),
 def calibrate_composition(specs:list, # [(kind, sensitivity, count_or_length), ...] with kind 'gaussian' or 'tree'
                           epsilon:float, # target epsilon
                           delta:float, # target delta in (0, 1)
-                          accountant:str="rdp", # 'rdp' or 'pld'
+                          accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (exact) or 'rdp'
                          ) -> float:
     "Common noise sigma for a composition of Gaussian and tree releases meeting (epsilon, delta) (adaptive composition)."
     guess = zcdp_gaussian_sigma(epsilon, delta, composition_sensitivity(specs))

@@ -12,9 +12,10 @@ import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng
 
 # %% auto #0
-__all__ = ['PROBLEMS', 'Dataset', 'normalize_rows', 'load_sklearn', 'load_file', 'check_points', 'Problem', 'LinearModel',
-           'RobustRegression', 'PhaseRetrieval', 'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle',
-           'list_problems', 'get_problem', 'check_loss']
+__all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'PROBLEMS', 'Dataset', 'normalize_rows', 'with_data', 'scale_records',
+           'load_sklearn', 'load_file', 'check_points', 'Problem', 'LinearModel', 'RobustRegression', 'PhaseRetrieval',
+           'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle', 'list_problems', 'get_problem',
+           'check_loss']
 
 # %% ../nbs/04_problems.ipynb #a8508abd
 class Dataset:
@@ -54,20 +55,43 @@ def _labels(y01, labels:str):
     if labels == "01": return y01
     raise ValueError(f"`labels` must be 'pm1' or '01'. Found {labels!r}.")
 
+# Fixed public constants for breast-cancer: each feature's mean and standard deviation over the 569 records of the public
+# dataset, computed once and written here (4 digits). They do not move when a record of the data passed in changes.
+BREAST_CANCER_MEAN = (14.13, 19.29, 91.97, 654.9, 0.09636, 0.1043, 0.0888, 0.04892, 0.1812, 0.0628, 0.4052, 1.217, 2.866, 40.34,
+                      0.007041, 0.02548, 0.03189, 0.0118, 0.02054, 0.003795, 16.27, 25.68, 107.3, 880.6, 0.1324, 0.2543, 0.2722,
+                      0.1146, 0.2901, 0.08395)
+BREAST_CANCER_STD = (3.521, 4.297, 24.28, 351.6, 0.01405, 0.05277, 0.07965, 0.03877, 0.02739, 0.007054, 0.2771, 0.5512, 2.02,
+                     45.45, 0.003, 0.01789, 0.03016, 0.006165, 0.008259, 0.002644, 4.829, 6.141, 33.57, 568.9, 0.02281, 0.1572,
+                     0.2084, 0.06567, 0.06181, 0.01805)
+
+def with_data(problem, data):
+    "The same loss, constants and x0 on other data (a shallow copy with `data` replaced): e.g. a held-out split."
+    import copy
+    q = copy.copy(problem); q.data = data
+    return q
+
+def scale_records(X, center, scale, max_norm:float=1.0):
+    "(x − center)/scale/√p per record, then projected into the ball of radius `max_norm`: a per-record map with fixed constants."
+    X = np.asarray(X, dtype=float)
+    return normalize_rows((X - np.asarray(center)) / np.asarray(scale) / math.sqrt(X.shape[1]), max_norm)
+
+
+# %% ../nbs/04_problems.ipynb #67de6353
 def load_sklearn(name:str, # 'breast-cancer' or 'digits'
                  labels:str="pm1", # target coding: 'pm1' or '01'
-                 standardize:bool=True, # breast-cancer only: z-score the columns (uses dataset statistics)
+                 standardize:bool=True, # breast-cancer only: z-score with the fixed public constants above (False: raw features)
                 ) -> Dataset:
-    "A real dataset bundled with scikit-learn, with rows in the unit ball."
+    "A real dataset bundled with scikit-learn, each record mapped on its own (public constants) into the unit ball."
     from sklearn import datasets as skd
     if name == "breast-cancer":
         X, t = skd.load_breast_cancer(return_X_y=True)
-        if standardize: X = (X - X.mean(0)) / X.std(0)
+        A = scale_records(X, BREAST_CANCER_MEAN, BREAST_CANCER_STD) if standardize else scale_records(X, 0.0, 1.0)
     elif name == "digits":
-        X, t = skd.load_digits(return_X_y=True); X = X / 16.0; t = (t >= 5)  # digits 5-9 vs 0-4
+        X, t = skd.load_digits(return_X_y=True); t = (t >= 5)                # digits 5-9 vs 0-4
+        A = scale_records(X, 0.0, 16.0)                                       # pixels lie in [0, 16]
     else: raise ValueError(f"Unknown bundled dataset {name!r}: choose 'breast-cancer' or 'digits'.")
-    X = X / math.sqrt(X.shape[1])
-    return Dataset(normalize_rows(X), _labels(t, labels), name)
+    return Dataset(A, _labels(t, labels), name)
+
 
 # %% ../nbs/04_problems.ipynb #30452485
 def _read_csv(path:Path) -> np.ndarray:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import math, time
 import numpy as np
 from .backend import to_numpy, asarray
-from .privacy import _check_positive, _check_delta
-from .ledger import Ledger, Result, check_budget
+from .privacy import _check_positive, _check_delta, DEFAULT_ACCOUNTANT
+from .ledger import Ledger, Result, check_budget, calibrate_ledger
 from .streams import DataStream, MultiPassView
-from .minimize import (Plan, InsufficientDataError, n_for_rate, _target, _calibrate_ledger, _check_data,
+from .minimize import (Plan, InsufficientDataError, n_for_rate, _target,
                                   Algorithm, register, DATA_STREAM, ORACLE_STREAM)
 from .spiderboost import (spiderboost_parameters, spider_noise_ratio, spiderboost_step_size, calibrate_spiderboost, spiderboost_releases, private_spiderboost, tree_spider_parameters,
                                      tree_spider_releases, tree_spider, tree_samples_per_round)
@@ -67,7 +67,7 @@ def spider_recipe(n:int, d:int, epsilon:float, delta:float,
                   beta:float|None=None, # target full-batch gradient norm ||∇F(w̄;S)|| (None: the rate β̂(n))
                   L:float=1.0, # L0: per-sample gradient bound (enforced by clipping)
                   Phi:float=1.0, # F0 ≥ F(0;S) − min F: a PUBLIC bound
-                  accountant:str="rdp", # 'rdp' or 'pld'
+                  accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (default) or 'rdp'
                   L1:float=1.0, # PUBLIC smoothness bound; the run refuses a problem whose declared smoothness exceeds it
                   c_rate:float=1.0, # constant in front of the rate (hidden in O(·))
                  ) -> Plan:
@@ -80,7 +80,7 @@ def spider_recipe(n:int, d:int, epsilon:float, delta:float,
     z = sigma2 * s["b2"] / L1                                         # the differences' multiplier; checkpoints get z·ratio
     eta = spiderboost_step_size(L1, s["q"], s["b2"], d, sigma2)       # Thm 9's 1/(2L1), shrunk to meet Lemma 3
     errata = ("Thm 9: q = ⌊n²ε²/(T d log(1/δ))⌋ without L1² (erratum 1)", "Thm 8: batch sums divided by b, not n (erratum 3)",
-              "Poisson batches, add/remove-one accountant; the multipliers in Alg. 1's ratio z1/z2, the constant c from the accountant",
+              "Poisson batches priced for replace-one (PLD); the multipliers in Alg. 1's ratio z1/z2, the constant c from the accountant",
               "η = min{1/(2L1), 1/(2τ2√q)}: Lemma 3 needs qτ2²η² ≤ 1/4, which Thm 9's 1/(2L1) breaks once c > 1",
               "sensitivity enforced by clipping: gradients to L0, differences to min(L1||Δw||, 2L0)")
     return Plan("abggmu-spider", "ABGGMU Thm 1 / Thm 9 (arXiv Alg. 1, Private SpiderBoost)", n, d, float(epsilon), float(delta),
@@ -110,13 +110,12 @@ def _run_spider(problem, plan, rng, seed, x0, progress, t0, ck=None):
     _check_L1(problem, plan.C2, "abggmu-spider")
     ledger = _spider_ledger(plan)
     check_budget(ledger, plan.epsilon, plan.delta, plan.accountant)      # refuse before any data is read
-    _check_data(problem)
     view = MultiPassView(problem.data)
     out = private_spiderboost(problem, view, plan.T, plan.period, plan.B1, plan.B2, plan.eta, *_spider_sigmas(plan),
                               plan.C1, plan.C2, rng=rng.child(ORACLE_STREAM), w0=x0, checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, x_last=out.w_last, g_norms=out.grad_norms)
     return Result(out.w, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant, int((view.uses > 0).sum()),
-                  view.max_uses, out.clip.fraction, trace, time.perf_counter() - t0)
+                  view.max_uses, out.clip.diagnostics(), trace, time.perf_counter() - t0)
 
 # %% ../nbs/32_smooth_algorithms.ipynb #fd664ebf
 def tree_spider_rate(n, d, epsilon, L0=1.0) -> float:
@@ -134,7 +133,7 @@ def tree_spider_recipe(n:int, d:int, epsilon:float, delta:float,
                        beta:float|None=None, # target population gradient norm ||∇F(w;D)|| (None: the rate β̂(n))
                        L:float=1.0, # L0 (enforced by clipping)
                        Phi:float=1.0, # F0: a PUBLIC bound
-                       accountant:str="rdp",
+                       accountant:str=DEFAULT_ACCOUNTANT,
                        L1:float=1.0, # PUBLIC smoothness bound (checked against the problem's by the run)
                        alpha_tilde:float|str|None=None, # stop threshold α̃: None = β/3 (so 3α̃ = β), 'paper' = C̃α (vacuous), or a number
                        p:float=0.1, # failure probability in C̃
@@ -148,7 +147,7 @@ def tree_spider_recipe(n:int, d:int, epsilon:float, delta:float,
     beta, need, chosen = _smooth_target(rate, n, beta, "abggmu-tree-spider", "ABGGMU Thm 4", n_min)
     s = tree_spider_parameters(n, d, epsilon, delta, L, L1, Phi, p)
     at = beta / 3 if alpha_tilde is None else (s["alpha_tilde"] if alpha_tilde == "paper" else _check_positive("alpha_tilde", alpha_tilde))
-    z = _calibrate_ledger(tree_spider_releases(s["D"], s["b"], s["beta"], L, 2 * L / s["b"], 2 * s["beta"] * 2 ** (s["D"] / 2) / s["b"]),
+    z = calibrate_ledger(tree_spider_releases(s["D"], s["b"], s["beta"], L, 2 * L / s["b"], 2 * s["beta"] * 2 ** (s["D"] / 2) / s["b"]),
                           epsilon, delta, accountant)                  # every node: the same multiplier σ/sensitivity
     errata = ("Thm 4: β = α·min{1, ε√(b/d)} (erratum 4)", "Thm 4: b = max{n^{2/3}, √n d^{1/4}/√ε}, rounded to D·2^(D+1)",
               f"step after the last leaf: {step_after_last_leaf} (erratum 5)", "stop threshold α̃ exposed (the paper's C̃α is vacuous)",
@@ -174,14 +173,13 @@ def _run_tree_spider(problem, plan, rng, seed, x0, progress, t0, ck=None):
     if need > len(problem.data):
         raise InsufficientDataError(f"abggmu-tree-spider: the plan reads {need} distinct samples but the data have {len(problem.data)}. "
                                     "Use more data or fewer rounds (T).")
-    _check_data(problem)
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
     out = tree_spider(problem, stream, plan.T, D, b, plan.extra["beta_step"], plan.C1, plan.C2, plan.sigma * 2 * plan.C1 / b,
                       plan.sigma * 2 * plan.extra["beta_step"] * 2 ** (D / 2) / b, plan.extra["alpha_tilde"], rng=rng.child(ORACLE_STREAM),
                       w0=x0, step_after_last_leaf=plan.extra["step_after_last_leaf"], checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, stopped=out.stopped, round=out.round, leaf=out.leaf, leaves=out.leaves)
     return Result(out.w, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant, stream.samples_used, stream.max_uses,
-                  out.clip.fraction, trace, time.perf_counter() - t0)
+                  out.clip.diagnostics(), trace, time.perf_counter() - t0)
 
 # %% ../nbs/32_smooth_algorithms.ipynb #d1e20149
 def convex_rate(n, d, epsilon, L0=1.0) -> float:
@@ -211,7 +209,7 @@ def convex_recipe(n:int, d:int, epsilon:float, delta:float,
                   beta:float|None=None, # target population gradient norm (None: the rate β̂(n))
                   L:float=1.0, # L0 (clip bound)
                   Phi:float=1.0, # unused by Thm 5 (kept for the signature)
-                  accountant:str="rdp",
+                  accountant:str=DEFAULT_ACCOUNTANT,
                   L1:float=1.0, # PUBLIC smoothness bound (checked against the problem's by the run)
                   radius:float=1.0, # R: PUBLIC bound on ||w*|| (stage t projects onto (√2)^t R)
                   K_max:int|None=100, # compute cap on NoisyGD steps per stage; a capped K changes utility, never privacy
@@ -230,7 +228,7 @@ def convex_recipe(n:int, d:int, epsilon:float, delta:float,
                  "λ = L0²/(L1R²)·min(1/n, d/(nε)²) (the square on R)", "K_t from Lemma D.3 with μ_t = (2^t−1)λ, capped at K_max",
                  "per-sample gradients clipped to L0; stages on disjoint chunks (parallel composition)"),
                 dict(lam=s["lam"], K=s["K"], K_theory=s["K_theory"], radius=float(radius), warm_start=warm_start, L1=float(L1)))
-    return plan._replace(sigma=_calibrate_ledger(_convex_ledger(plan, 1.0), epsilon, delta, accountant))
+    return plan._replace(sigma=calibrate_ledger(_convex_ledger(plan, 1.0), epsilon, delta, accountant))
 
 # %% ../nbs/32_smooth_algorithms.ipynb #aa1306ed
 def _convex_sigmas(plan, z) -> list:
@@ -251,14 +249,13 @@ def _run_convex(problem, plan, rng, seed, x0, progress, t0, ck=None):
     check_budget(ledger, plan.epsilon, plan.delta, plan.accountant)
     if len(problem.data) // plan.T != plan.B1:
         raise ValueError(f"abggmu-convex: the plan's stage size m = {plan.B1} must be ⌊n/T⌋ = {len(problem.data) // plan.T} (every sample in one stage).")
-    _check_data(problem)
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
     out = recursive_regularization(problem, stream, plan.T, plan.extra["lam"], plan.D, plan.C1,
                                    _convex_sigmas(plan, plan.sigma), K=list(plan.extra["K"]), L1=plan.C2,
                                    warm_start=plan.extra["warm_start"], rng=rng.child(ORACLE_STREAM), checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, stage_outputs=out.stage_outputs, stages_per_sample=stream.max_uses)
     return Result(out.w, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant, stream.samples_used,
-                  stream.max_uses * max(plan.extra["K"]), out.clip.fraction, trace, time.perf_counter() - t0)
+                  stream.max_uses * max(plan.extra["K"]), out.clip.diagnostics(), trace, time.perf_counter() - t0)
 
 # %% ../nbs/32_smooth_algorithms.ipynb #a01564c3
 _GLM_BASES = {"abggmu-spider": (lambda *a, **k: spider_recipe(*a, **k)), "abggmu-convex": (lambda *a, **k: convex_recipe(*a, **k))}
@@ -268,7 +265,7 @@ def glm_recipe(n:int, d:int, epsilon:float, delta:float,
                beta:float|None=None, # target gradient norm of the original GLM (None: the rate β̂(n))
                L:float=1.0, # L0 of the link φ_y (per unit feature norm)
                Phi:float=1.0, # F0: a PUBLIC bound
-               accountant:str="rdp",
+               accountant:str=DEFAULT_ACCOUNTANT,
                rank:int|None=None, # REQUIRED: a PUBLIC upper bound on rank(X); never computed from the data (erratum 9)
                base:str="abggmu-spider", # the private base algorithm A: 'abggmu-spider' (Cor. 1, nonconvex) or 'abggmu-convex'
                x_norm:float=1.0, # ||X||: PUBLIC bound on the feature norms
@@ -311,14 +308,14 @@ def _run_glm(problem, plan, rng, seed, x0, progress, t0, ck=None):
     base, k = plan.extra["base"], plan.extra["k"]
     _check_L1(problem, plan.extra["L1_link"], "abggmu-glm")
     check_budget(_BASE_LEDGER[base](plan, plan.sigma), plan.epsilon, plan.delta, plan.accountant)
-    _check_data(problem)
     runs = []
     def solve(proj, r):
         runs.append(_BASE_RUN[base](proj, plan._replace(d=k), r, seed, np.zeros(k), progress, t0, ck)); return runs[-1].x
     out = jl_method(problem, k, solve, x_norm=plan.extra["x_norm"], rng=rng.child(ORACLE_STREAM))
     res = runs[-1]
-    trace = dict(res.trace, algorithm=plan.algorithm, plan=plan, w_tilde=out.w_tilde, rows_projected_back=out.clip.clipped)
-    return res._replace(x=out.w, seeded=rng.seeded, trace=trace, seconds=time.perf_counter() - t0)
+    trace = dict(res.trace, algorithm=plan.algorithm, plan=plan, w_tilde=out.w_tilde)
+    nonprivate = dict(res.nonprivate or {}, rows_projected_back=out.clip.clipped, rows_nonfinite_zeroed=out.clip.nonfinite)
+    return res._replace(x=out.w, seeded=rng.seeded, trace=trace, nonprivate=nonprivate, seconds=time.perf_counter() - t0)
 
 # %% ../nbs/32_smooth_algorithms.ipynb #0bbc65ba
 for _alg in (

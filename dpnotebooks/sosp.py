@@ -10,9 +10,9 @@ import math, numbers
 from typing import NamedTuple
 import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
-from .privacy import _check_positive, _check_delta, _check_count, calibrate_tree, calibrate_gaussian, tree_levels
+from .privacy import _check_positive, _check_delta, _check_count, calibrate_tree, calibrate_gaussian, tree_levels, DEFAULT_ACCOUNTANT
 from .ledger import Release, Ledger
-from .clipping import Clipped, ClipCounter, _check_bound
+from .clipping import Clipped, ClipCounter, _check_bound, zero_nonfinite
 from .streams import DataStream
 from .tree import TreeMechanism
 from .checkpoint import Checkpointer, restore_into
@@ -51,11 +51,12 @@ def clip_matrices(H, # symmetric per-sample matrices, shape (b, d, d)
                   bound:float, # operator-norm bound
                  ) -> Clipped:
     "Scale every matrix of operator norm above `bound` down to `bound` (per-sample Hessian clipping)."
-    _check_bound(bound); xp = get_xp(); H = asarray(H)
-    norms = op_norms(H)
+    _check_bound(bound); xp = get_xp(); H, bad = zero_nonfinite(asarray(H), (-2, -1))    # a NaN/inf matrix is zeroed
+    top = xp.maximum(xp.max(xp.abs(H), axis=(-2, -1)), xp.finfo(H.dtype).tiny)      # no overflow: norms of H/top, times top
+    norms = top * op_norms(H / top[:, None, None])
     over = norms > bound * (1 + 1e-12)
-    scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).tiny))
-    return Clipped(H * scale[:, None, None], int(over.sum()), int(over.size))
+    with np.errstate(over="ignore"): scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).tiny))
+    return Clipped(H * scale[:, None, None], int(over.sum()), int(over.size), int(bad.sum()))
 
 # %% ../nbs/21_sosp.ipynb #e0882680
 def clipped_mean_hessian(problem, # a `Problem`
@@ -178,7 +179,7 @@ def sosp_parameters(d:int, # dimension
                     c_T:float=1.0, # T = ⌈c_T·BM/γ²⌉
                     tau:int=1, # escapes per Hessian estimate before a refresh (τ_eff ≥ 1, erratum E1)
                     private:bool=True,
-                    accountant:str="rdp",
+                    accountant:str=DEFAULT_ACCOUNTANT,
                    ) -> SOSPParams:
     "The explicit calibration of the note's §2.9 for LT Alg. 3, with z_tree and z_esc from the accountant."
     _check_sosp(d, epsilon, delta, G, M, rho, B, alpha, private); _check_count("tau", tau); _check_positive("iota", iota)

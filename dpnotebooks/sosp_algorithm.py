@@ -9,10 +9,10 @@ from __future__ import annotations
 import math, time, warnings
 from functools import lru_cache, partial
 import numpy as np
-from .privacy import _check_positive, _check_delta
+from .privacy import _check_positive, _check_delta, DEFAULT_ACCOUNTANT
 from .ledger import Result, check_budget
 from .streams import DataStream
-from .minimize import (Plan, InsufficientDataError, _check_data, Algorithm, register, DATA_STREAM, ORACLE_STREAM)
+from .minimize import (Plan, InsufficientDataError, Algorithm, register, DATA_STREAM, ORACLE_STREAM)
 import dpnotebooks.sosp as sosp
 from .sosp import SOSPParams, sosp_parameters, sosp_releases, sosp_samples_estimate, lt_sosp, lt_sosp_rate
 
@@ -39,7 +39,7 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
                    beta:float|None=None, # synonym of alpha (the gradient-norm part of the target)
                    L:float=1.0, # G: per-sample gradient bound (enforced by clipping)
                    Phi:float=1.0, # B ≥ F(x0) − inf F: a PUBLIC bound
-                   accountant:str="rdp",
+                   accountant:str=DEFAULT_ACCOUNTANT,
                    M:float|None=None, # PUBLIC smoothness bound (per-sample Hessians clipped to it); `plan_run`: the problem's
                    rho:float|None=None, # PUBLIC Hessian-Lipschitz bound (Hessian differences clipped to ρ||Δx||); `plan_run`: the problem's
                    iota:float=0.1, # failure probability of one escape (sets Γ)
@@ -103,7 +103,7 @@ def _refuse_fields(problem, plan):
                      "Override the recipe constants alpha, c_T, c_gamma, tau, iota, M or rho instead.")
 
 def _run_lt_sosp(problem, plan, rng, seed, x0, progress, t0, ck=None):
-    "Runner of `lt-sosp`: checks, budget, data check, LT Alg. 3 on a single-pass `DataStream`, a `Result`."
+    "Runner of `lt-sosp`: checks, budget, LT Alg. 3 on a single-pass `DataStream`, a `Result`."
     p = SOSPParams(**plan.extra["params"]); _check_plan(plan, p)
     if not getattr(problem, "smooth", False):
         raise ValueError(f"{plan.algorithm} needs a twice-differentiable loss; {type(problem).__name__} is not smooth. "
@@ -115,18 +115,17 @@ def _run_lt_sosp(problem, plan, rng, seed, x0, progress, t0, ck=None):
     if len(problem.data) != plan.n: raise ValueError(f"The plan is for n = {plan.n} samples but the data have {len(problem.data)}.")
     ledger = sosp_releases(p)
     if p.private: check_budget(ledger, plan.epsilon, plan.delta, plan.accountant)        # refuse before any data is read
-    _check_data(problem)
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
     out = lt_sosp(problem, stream, p, rng=rng.child(ORACLE_STREAM), x0=x0, progress=progress, checkpoint=ck)
-    clipped, total = out.grad_clip.clipped + out.hess_clip.clipped, out.grad_clip.total + out.hess_clip.total
+    both = out.grad_clip.add(out.hess_clip)
     if not out.certified:
         warnings.warn(f"{plan.algorithm}: {out.reason} (the run stopped: {out.stopped}). Use more data or a larger alpha.", stacklevel=3)
     trace = dict(algorithm=plan.algorithm, plan=plan, certified=out.certified, reason=out.reason, stopped=out.stopped,
                  anchors=[dict(a._asdict()) for a in out.anchors], steps=out.steps, refreshes=out.refreshes, x_last=out.x_last,
-                 grad_clipped_fraction=out.grad_clip.fraction, hess_clipped_fraction=out.hess_clip.fraction,
                  lambda_threshold=plan.extra["lambda_threshold"], transcript=out.transcript)
     return Result(out.x, ledger, plan.epsilon if p.private else math.inf, plan.delta if p.private else 1e-5, rng.seeded, seed,
-                  plan.accountant, stream.samples_used, stream.max_uses, clipped / total if total else 0.0, trace, time.perf_counter() - t0)
+                  plan.accountant, stream.samples_used, stream.max_uses,
+                  dict(both.diagnostics(), **out.grad_clip.diagnostics("grad_"), **out.hess_clip.diagnostics("hess_")), trace, time.perf_counter() - t0)
 
 # %% ../nbs/33_sosp_algorithm.ipynb #5e02a76a
 _nonprivate_recipe = partial(lt_sosp_recipe, private=False)   # ε and δ are ignored

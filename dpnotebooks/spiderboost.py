@@ -10,11 +10,8 @@ import math, numbers
 from typing import NamedTuple
 import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
-from dp_accounting import NeighboringRelation
-from dp_accounting.rdp import RdpAccountant
-from dp_accounting.mechanism_calibration import calibrate_dp_mechanism, LowerEndpointAndGuess
-from .privacy import _check_positive, _check_count, _check_delta, make_accountant
-from .ledger import Release, Ledger, _POISSON_RDP_ORDERS
+from .privacy import _check_positive, _check_count, _check_delta, DEFAULT_ACCOUNTANT
+from .ledger import Release, Ledger, calibrate_ledger
 from .clipping import ClipCounter, clip_rows
 from .streams import DataStream, MultiPassView
 from .problems import Dataset, LinearModel
@@ -151,14 +148,14 @@ def spiderboost_releases(n:int, # number of samples
                          L0:float, # per-sample gradient clip bound
                          L1:float, # smoothness: per-sample difference bound min(L1||Δw||, 2L0)
                         ) -> Ledger:
-    "What a Private SpiderBoost run releases, without data: two Poisson-subsampled Gaussian families (ADD/REMOVE-ONE; ABGGMU Thm 8-9)."
+    "What a Private SpiderBoost run releases, without data: two Poisson-subsampled Gaussian families (replace-one; ABGGMU Thm 8-9)."
     n = _check_count("n", n); _check_spiderboost(n, T, q, b1, b2, 1.0, sigma1, sigma2, L0, L1)
     if sigma1 == 0: return Ledger()
     k = checkpoint_count(T, q)
     entries = [Release("poisson-gaussian", L0, sigma1 * b1, k, sampling_rate=b1 / n,
-                       label="SpiderBoost checkpoint: sum of L0-clipped gradients + N(0, (σ1 b1)² I); ADD/REMOVE-ONE")]
+                       label="SpiderBoost checkpoint: sum of L0-clipped gradients + N(0, (σ1 b1)² I)")]
     if T > k: entries.append(Release("poisson-gaussian", 2 * L0, 2 * L0 * sigma2 * b2 / L1, T - k, sampling_rate=b2 / n,
-                                     label="SpiderBoost difference: sum clipped to λ_t ≤ 2L0, noise ∝ λ_t (multiplier σ2 b2/L1); ADD/REMOVE-ONE"))
+                                     label="SpiderBoost difference: sum clipped to λ_t ≤ 2L0, noise ∝ λ_t (multiplier σ2 b2/L1)"))
     return Ledger(tuple(entries))
 
 # %% ../nbs/20_spiderboost.ipynb #40e91289
@@ -166,23 +163,17 @@ def spider_noise_ratio(n:int, T:int, q:int, b1:int, b2:int) -> float:
     "z1/z2 of ABGGMU Alg. 1 lines 2-3: max{1, b1√T/(√q n)} / max{1, b2√T/n} (the constant c cancels)."
     return max(1.0, b1 * math.sqrt(T) / (math.sqrt(q) * n)) / max(1.0, b2 * math.sqrt(T) / n)
 
-def calibrate_spiderboost(epsilon:float, # target ε (add/remove-one)
+def calibrate_spiderboost(epsilon:float, # target ε (replace-one)
                           delta:float, # target δ
                           n:int, T:int, q:int, b1:int, b2:int, # the schedule, as in `spiderboost_releases`
                           L0:float, L1:float, # clip bounds
-                          accountant:str="rdp", # 'rdp' or 'pld'
+                          accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (default) or 'rdp'
                           ratio:float|None=None, # z1/z2, checkpoint over difference multiplier (None: the paper's, `spider_noise_ratio`)
                          ) -> tuple: # (sigma1, sigma2)
     "Smallest multipliers z2, z1 = ratio·z2 (σ1 = z1 L0/b1, σ2 = z2 L1/b2) whose ledger spends ≤ ε at δ (computes ABGGMU's constant c)."
     _check_count("n", n); _check_spiderboost(n, T, q, b1, b2, 1.0, 1.0, 1.0, L0, L1)
     r = spider_noise_ratio(n, T, q, b1, b2) if ratio is None else _check_positive("ratio", ratio)
-    ledger = lambda z: spiderboost_releases(n, T, q, b1, b2, r * z * L0 / b1, z * L1 / b2, L0, L1)
-    make_acc = (lambda: RdpAccountant(_POISSON_RDP_ORDERS, NeighboringRelation.ADD_OR_REMOVE_ONE)) if accountant == "rdp" else (lambda: make_accountant(accountant))
-    guess = math.sqrt(T) / (epsilon * r)
-    z = calibrate_dp_mechanism(make_acc, lambda z: ledger(z)._worst_events()[0], _check_positive("epsilon", epsilon), _check_delta(delta),
-                               LowerEndpointAndGuess(1e-4 * guess, guess), tol=1e-9 * guess) * (1 + 1e-7)
-    spent = ledger(z).spent(delta, accountant)
-    if spent > epsilon: raise RuntimeError(f"Calibration failed: epsilon = {spent} > target {epsilon}. Please report this.")
+    z = calibrate_ledger(spiderboost_releases(n, T, q, b1, b2, r * L0 / b1, L1 / b2, L0, L1), epsilon, delta, accountant)
     return r * z * L0 / b1, z * L1 / b2
 
 # %% ../nbs/20_spiderboost.ipynb #a1171fd9

@@ -78,11 +78,12 @@ def score_rates_run(algorithm:str, n:int, d:int, epsilon:float, delta:float, # w
     "One seeded run on n draws from the pool, scored by ||∇F(w;S)|| (ERM) and ||∇F(w;D)|| (population)."
     pool = _cached_pool(pool_size, d, pool_seed, w_norm, noise)
     S = pool_sample(pool, n, seed)
-    try: res = minimize(S, algorithm, epsilon=epsilon, delta=delta, seed=seed, **{**rates_settings(algorithm, pool), **overrides})
+    try: res = minimize(S, algorithm, epsilon=epsilon, delta=delta, seed=seed, diagnostics="nonprivate",   # research measurements on S: NOT private
+                        **{**rates_settings(algorithm, pool), **overrides})
     except InsufficientDataError: return None
     loss = lambda w: float(to_numpy(S.loss(asarray(np.asarray(w, float))[None, :]))[0])
     return dict(erm=grad_norm(S, res.x), population=grad_norm(pool, res.x), erm_x0=grad_norm(S, S.x0), loss=loss(res.x), loss_x0=loss(S.x0),
-                clipped_fraction=float(res.clipped_fraction), epsilon_spent=float(res.epsilon_spent), seconds=float(res.seconds),
+                clipped_fraction=float(res.nonprivate["clipped_fraction"]), epsilon_spent=float(res.epsilon_spent), seconds=float(res.seconds),
                 T=int(res.trace["plan"].T))
 
 # %% ../nbs/61_stationarity_rates.ipynb #081013b5

@@ -51,13 +51,11 @@ def _clipped_mean(blocks, # iterable of per-sample rows, each (b_block, d)
                   b:int, # batch size: the mean divides by b
                  ) -> tuple:
     "(mean of the per-sample rows clipped to `bound`, Clipped(None, rows clipped, rows examined))."
-    total, clipped, rows = 0.0, 0, 0
+    total, count = 0.0, ClipCounter()
     for G in blocks:
-        if math.isinf(bound): c = Clipped(G, 0, int(G.shape[0]))
-        else:
-            with np.errstate(over="ignore"): c = clip_rows(G, bound)   # a zero row overflows bound/norm harmlessly
-        total, clipped, rows = total + c.values.sum(axis=0), clipped + c.clipped, rows + c.total
-    return total / b, Clipped(None, clipped, rows)
+        c = Clipped(G, 0, int(G.shape[0])) if math.isinf(bound) else clip_rows(G, bound)
+        total, count = total + c.values.sum(axis=0), count.add(c)
+    return total / b, Clipped(None, *count)
 
 # %% ../nbs/11_zo_oracles.ipynb #a8f8d44a
 def _check_int(name, v):

@@ -26,7 +26,8 @@ def test_demo_writes_table_plot_and_json(tmp_path):
     pv = r["private"]
     assert pv["algorithm"] == "klt-single-pass" and pv["epsilon"] == 1.0 and pv["epsilon_spent"] <= 1.0
     assert pv["max_uses_per_sample"] == 1 and pv["samples_used"] <= 4000
-    assert pv["loss_out"] < r["loss_x0"] and r["reference"]["loss_out"] < r["loss_x0"]
+    assert pv["loss_out"] < r["loss_x0"] and r["reference"]["loss_out"] < r["loss_x0"]       # on held-out samples
+    assert "held-out" in r["evaluated_on"] and r["n_test"] == 4000 and "clipped_fraction" not in pv
     for g in (r["goldstein_x0"], pv["goldstein_out"], r["reference"]["goldstein_out"]):
         assert 0 <= g <= 1.0 + 1e-9   # L = 1 bounds every gradient, hence the hull's min norm
 
@@ -35,7 +36,7 @@ def test_demo_is_reproducible_with_a_seed(tmp_path):
     b = run("demo", "--out", str(tmp_path / "b"), "--n", "3000", "--quiet", "--seed", "5")
     assert a.returncode == b.returncode == 0
     ra, rb = (json.loads((tmp_path / k / "demo.json").read_text()) for k in "ab")
-    assert ra["private"]["x_out"] == rb["private"]["x_out"] and ra["reference"]["trace_losses"] == rb["reference"]["trace_losses"]
+    assert ra["private"]["x_out"] == rb["private"]["x_out"] and ra["reference"]["goldstein_out"] == rb["reference"]["goldstein_out"]
 
 def test_run_writes_the_design_contract(tmp_path):
     out = tmp_path / "r.json"
@@ -44,10 +45,12 @@ def test_run_writes_the_design_contract(tmp_path):
     assert res.returncode == 0, res.stderr
     r = json.loads(out.read_text())
     for key in ("algorithm", "problem", "n", "d", "seed", "backend", "privacy", "samples_used", "max_uses_per_sample", "x_out",
-                "loss_x0", "loss_out", "stationarity", "clipped_fraction", "seconds"):
+                "evaluation", "seconds"):
         assert key in r, key
-    assert set(r["privacy"]) >= {"epsilon", "delta", "accountant", "events"} and r["privacy"]["events"]
-    assert set(r["stationarity"]) >= {"kind", "radius", "at_x0", "at_out"}
+    assert set(r["privacy"]) >= {"epsilon", "delta", "accountant", "neighbouring", "events"} and r["privacy"]["events"]
+    assert r["privacy"]["neighbouring"] == "replace-one" and "held-out" in r["evaluation"]["data"]
+    assert set(r["evaluation"]["stationarity"]) >= {"kind", "radius", "at_x0", "at_out"}
+    assert not {"nonprivate", "loss_x0", "loss_out", "stationarity", "clipped_fraction"} & set(r)    # nothing on the private data
     assert r["privacy"]["epsilon_spent"] <= 2.0 and r["max_uses_per_sample"] == 1 and len(r["x_out"]) == 4
 
 def test_run_nonprivate_reports_infinite_epsilon(tmp_path):

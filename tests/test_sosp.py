@@ -45,23 +45,25 @@ def test_dpnb_run_writes_the_sosp_record(tmp_path):
     assert res.returncode == 0, res.stderr
     r = json.loads(out.read_text())
     for key in ("algorithm", "problem", "n", "d", "seed", "backend", "privacy", "samples_used", "max_uses_per_sample", "x_out",
-                "loss_x0", "loss_out", "stationarity", "clipped_fraction", "seconds"):
+                "sosp", "evaluation", "seconds"):
         assert key in r, key
+    assert not {"nonprivate", "loss_x0", "stationarity", "clipped_fraction"} & set(r)      # nothing on the private data
     assert (r["algorithm"], r["problem"], r["n"], r["d"], r["seed"]) == ("lt-sosp", "saddle", N, D, 0)
-    pr, st = r["privacy"], r["stationarity"]
-    assert set(pr) >= {"epsilon", "delta", "accountant", "events"} and pr["private"] is True
+    pr, so, ev = r["privacy"], r["sosp"], r["evaluation"]
+    assert set(pr) >= {"epsilon", "delta", "accountant", "neighbouring", "events"} and pr["private"] is True
     assert {e["mechanism"] for e in pr["events"]} == {"tree", "gaussian"}
     assert pr["epsilon"] == 1.0 and pr["delta"] == 1e-6 and pr["epsilon_spent"] <= 1.0 * (1 + 1e-6)
-    assert set(st) >= {"kind", "radius", "at_x0", "at_out", "lambda_min_x0", "lambda_min_out", "lambda_threshold", "certified",
-                       "reason", "stopped", "anchors"}
+    assert set(so) >= {"lambda_threshold", "certified", "reason", "stopped", "anchors"}
+    assert set(ev) >= {"data", "loss_x0", "loss_out", "stationarity", "lambda_min_x0", "lambda_min_out"} and "held-out" in ev["data"]
+    st = ev["stationarity"]
     assert st["kind"] == "sosp" and st["radius"] is None
-    assert math.isclose(st["lambda_threshold"], -math.sqrt(r["plan"]["extra"]["rho"] * ALPHA))
-    assert st["lambda_min_x0"] < st["lambda_threshold"]        # x0 sits next to a strict saddle
-    assert st["lambda_min_out"] >= st["lambda_threshold"]      # ... the output does not
-    assert st["at_out"] <= st["target_beta"] < st["at_x0"]
-    assert st["certified"] is True and st["stopped"] == "certificate" and "certified" in st["reason"]
-    assert st["anchors"][0]["status"] == "escaped" and st["anchors"][-1]["status"] == "stuck"
-    assert r["loss_out"] < r["loss_x0"] and len(r["x_out"]) == D
+    assert math.isclose(so["lambda_threshold"], -math.sqrt(r["plan"]["extra"]["rho"] * ALPHA))
+    assert ev["lambda_min_x0"] < so["lambda_threshold"]        # x0 sits next to a strict saddle (held-out data)
+    assert ev["lambda_min_out"] >= so["lambda_threshold"]      # ... the output does not
+    assert st["at_out"] <= r["plan"]["beta"] < st["at_x0"]
+    assert so["certified"] is True and so["stopped"] == "certificate" and "certified" in so["reason"]
+    assert so["anchors"][0]["status"] == "escaped" and so["anchors"][-1]["status"] == "stuck"
+    assert ev["loss_out"] < ev["loss_x0"] and len(r["x_out"]) == D
     assert 0 < r["samples_used"] <= N and r["max_uses_per_sample"] == 1
     assert "lambda_min" in res.stdout and "escaped" in res.stdout and "Traceback" not in res.stderr
 
@@ -200,12 +202,13 @@ def test_shrunk_noise_is_over_budget(guarded):
     with pytest.raises(BudgetExceededError, match="Nothing was run"):
         ALGORITHMS["lt-sosp"].run(guarded, cheat, make_rng(0), 0, None, False, time.perf_counter())
 
-def test_nan_in_the_data_is_refused():
+def test_nan_in_the_data_is_zeroed_not_refused(private_run):
+    "Records with a NaN must not decide whether the run happens: their contributions are zeroed and the run completes."
     p = get_problem("saddle", n=N, d=D, seed=0)
-    A = np.array(to_numpy(p.data.A), dtype=float); A[7, 2] = np.nan
+    A = np.array(to_numpy(p.data.A), dtype=float); A[::1000, 2] = np.nan          # one record in a thousand
     p.data = type(p.data)(asarray(A), p.data.y)
-    with pytest.raises(ValueError, match="NaN"):
-        minimize(p, "lt-sosp", seed=0, **KW)
+    r = minimize(p, "lt-sosp", seed=0, diagnostics="nonprivate", **KW)
+    assert np.all(np.isfinite(r.x)) and r.ledger == private_run.ledger and r.nonprivate["nonfinite_zeroed"] > 0
 
 # ---------------------------------------------------------------- 5. reproducibility
 
