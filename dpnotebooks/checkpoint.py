@@ -143,7 +143,7 @@ def write_checkpoint(path, # destination (replaced atomically)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as f:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:   # owner-only: as sensitive as the data
             f.write(blob); f.flush(); os.fsync(f.fileno())
         os.replace(tmp, path)
     finally:

@@ -1,4 +1,4 @@
-"""Noise calibration for the Gaussian and tree mechanisms with dp-accounting's RDP and PLD accountants, and the zCDP closed forms they are checked against.
+"""What a run releases and under which relation, the exact accountant for Gaussian compositions, dp-accounting's RDP accountant beside it, and the closed forms both are checked against.
 
 Docs: https://dpnotebooks.github.io/dpnotebooks/privacy.html.md"""
 

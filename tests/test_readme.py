@@ -9,7 +9,7 @@ _spec.loader.exec_module(make_readme)
 
 MAIN_CMD = 'python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/dpnb demo'
 TEST_CMD = ('python3 -m venv .venv && .venv/bin/pip install -e ".[dev]" && .venv/bin/nbdev-test'
-            ' && .venv/bin/python -m pytest tests')
+            ' && .venv/bin/python -m pytest -n 2 tests')
 
 def readme(): return (ROOT/"README.md").read_text(encoding="utf-8")
 
@@ -65,7 +65,8 @@ def test_notebook_links_and_figures():
 def test_readme_shows_the_private_run_and_its_report():
     "index.ipynb is stored executed: README shows the real-data run's output and its privacy report."
     text = readme()
-    assert 'get_problem("logistic", data="breast-cancer")' in text and "training accuracy" in text
+    assert 'get_problem("logistic", data="breast-cancer")' in text and "held-out accuracy" in text and "training accuracy" not in text
+    assert "| neighbouring | replace-one |" in text
     assert "epsilon spent / target" in text and "**Ledger**" in text
     for link in ("nbs/70_bring_your_own_loss.ipynb", "nbs/71_which_algorithm.ipynb"):
         assert f"]({link})" in text and (ROOT / link).exists(), link
