@@ -73,7 +73,7 @@ def n_for_rate(rate:Callable[[float], float], # n -> the predicted accuracy β̂
 
 def _target(rate, n, beta, name):
     "β and n_required: choose β̂(n) if β is None, else refuse when n is too small."
-    if beta is None: return rate(n), n_for_rate(rate, rate(n)), True
+    if beta is None: return rate(n), min(n, n_for_rate(rate, rate(n))), True     # n reaches β̂(n) even where the rate is not monotone
     need = n_for_rate(rate, beta)
     if n < need:
         raise InsufficientDataError(f"{name}: n = {n} samples cannot reach beta = {beta:g} (the theorem needs n >= {need} for this "
