@@ -9,7 +9,7 @@ _spec.loader.exec_module(make_readme)
 
 MAIN_CMD = 'python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/dpnb demo'
 TEST_CMD = ('python3 -m venv .venv && .venv/bin/pip install -e ".[dev]" && .venv/bin/nbdev-test'
-            ' && .venv/bin/python -m pytest -n 2 tests')
+            ' && .venv/bin/python -m pytest -n 2 --dist loadfile tests')
 
 def readme(): return (ROOT/"README.md").read_text(encoding="utf-8")
 
