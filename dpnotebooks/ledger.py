@@ -193,7 +193,7 @@ def _repr(self) -> str:
     rows = [_HEAD] + _rows(self); w = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
     return "\n".join("  ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in rows)
 
-Ledger._repr_markdown_, Ledger.__repr__, Ledger.to_markdown = _markdown, lambda self: f"Ledger with {len(self.releases)} entries\n" + _repr(self), _markdown
+Ledger._repr_markdown_, Ledger.__repr__, Ledger.to_markdown = _markdown, lambda self: f"Ledger with {len(self.releases)} entries ({NEIGHBOURING} neighbours)\n" + _repr(self), _markdown
 
 # %% ../nbs/01a_ledger.ipynb #f9180940
 def _to_dicts(self) -> list:
@@ -329,7 +329,7 @@ def _result_repr(self) -> str:
 
 def _result_markdown(self) -> str:
     head = "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in _result_summary(self))
-    return f"**Result** (dim {len(self.x)})\n\n{head}\n\n**Ledger**\n\n{self.ledger.to_markdown()}"
+    return f"**Result** (dim {len(self.x)})\n\n{head}\n\n**Ledger** ({NEIGHBOURING} neighbours)\n\n{self.ledger.to_markdown()}"
 
 def _html_table(rows, head=None) -> str:
     esc = lambda v: str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -338,6 +338,6 @@ def _html_table(rows, head=None) -> str:
 
 Ledger._repr_html_ = lambda self: _html_table(_rows(self), _HEAD)
 Result._repr_html_ = lambda self: (f"<b>Result</b> (dim {len(self.x)})" + _html_table(_result_summary(self))
-                                   + "<b>Ledger</b>" + self.ledger._repr_html_())
+                                   + f"<b>Ledger</b> ({NEIGHBOURING} neighbours)" + self.ledger._repr_html_())
 Result.__repr__, Result._repr_markdown_ = _result_repr, _result_markdown
 
