@@ -10,13 +10,14 @@ import contextlib, functools, os, tempfile, warnings
 from typing import Callable, NamedTuple
 import numpy as np
 
-from .backend import RNG, set_backend, make_rng, to_numpy
+from .backend import RNG, set_backend, make_rng
 from . import streams
-from .problems import Dataset, LinearModel, Problem, RobustRegression, get_problem, load_file, with_data
+from .problems import Dataset, LinearModel, Problem, RobustRegression, get_problem, load_file
 from .minimize import InsufficientDataError, minimize
 from .tree import TreeMechanism
 from .privacy import calibrate_gaussian
 from .checkpoint import CheckpointError
+from .canary_audit import replace_record
 
 # %% auto #0
 __all__ = ['CASES', 'OUT_OF_BOUND', 'Touched', 'tripwire', 'Case', 'Outcome', 'try_case', 'outcomes_markdown', 'Record',
@@ -182,9 +183,8 @@ OUT_OF_BOUND = [
 
 def with_record(problem, i:int, rec:Record|None):
     "`problem` with record i replaced by `rec` (None: by the zero record a = 0, whose per-sample loss is constant in x)."
-    A, y = np.array(to_numpy(problem.data.A), float), np.array(to_numpy(problem.data.y), float)
-    A[i], y[i] = (np.zeros(A.shape[1]), y[i]) if rec is None else (rec.row(A, y, i), rec.target(A, y, i))
-    return with_data(problem, Dataset(A, y, problem.data.name))
+    if rec is None: return replace_record(problem, i, lambda A, y, i: (np.zeros(A.shape[1]), y[i]), "zero")
+    return replace_record(problem, i, lambda A, y, i: (rec.row(A, y, i), rec.target(A, y, i)), rec.what)
 
 
 # %% ../nbs/90_bad_input.ipynb #e1b0f8ca

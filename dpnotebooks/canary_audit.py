@@ -15,8 +15,8 @@ from .audit import epsilon_lower_bound
 from .o2nc import RunStopped
 
 # %% auto #0
-__all__ = ['SKIP', 'CANARIES', 'flatten', 'observe', 'field_bounds', 'canary_pair', 'CanaryAudit', 'canary_audit', 'api_runner',
-           'cli_runner']
+__all__ = ['SKIP', 'CANARIES', 'flatten', 'observe', 'field_bounds', 'replace_record', 'canary_pair', 'CanaryAudit',
+           'canary_audit', 'api_runner', 'cli_runner']
 
 # %% ../nbs/44_canary_audit.ipynb #9617ee5d
 def _scalar(v):
@@ -95,15 +95,22 @@ CANARIES = {
     "duplicate": lambda A, y, i: (A[i + 1], y[i + 1]),
 }
 
+def replace_record(problem, # a problem on valid data
+                   i:int, # the record to replace
+                   make:Callable, # (A, y, i) -> (features, target) of the new record
+                   name:str="replaced"):
+    "The same problem with record i replaced: its replace-one neighbour."
+    A, y = np.array(to_numpy(problem.data.A), float), np.array(to_numpy(problem.data.y), float)
+    A[i], y[i] = make(A, y, i)
+    return with_data(problem, Dataset(A, y, f"{problem.data.name}+{name}"))
+
 def canary_pair(problem, # a problem on valid data: D
                 canary:str, # a key of CANARIES
                 i:int=0, # the record it replaces
                ) -> tuple:
     "(D, D'): `problem`, and the same problem with record i replaced by the canary (replace-one neighbours)."
     if canary not in CANARIES: raise ValueError(f"Unknown canary {canary!r}: choose one of {', '.join(CANARIES)}.")
-    A, y = np.array(to_numpy(problem.data.A), float), np.array(to_numpy(problem.data.y), float)
-    A[i], y[i] = CANARIES[canary](A, y, i)
-    return problem, with_data(problem, Dataset(A, y, f"{problem.data.name}+{canary}"))
+    return problem, replace_record(problem, i, CANARIES[canary], canary)
 
 # %% ../nbs/44_canary_audit.ipynb #fc72b3b5
 class CanaryAudit(NamedTuple):
