@@ -15,7 +15,7 @@ from .privacy import calibrate_gaussian, gaussian_event, epsilon_of
 from .streams import DataStream
 from .audit import AUDITS, AuditResult, epsilon_lower_bound
 from .audit_algorithms import SignedAbs, audit_data, canary_pair
-from .spiderboost import (SpiderState, spider_estimate, spiderboost_releases, calibrate_spiderboost, spider_noise_ratio, _poisson,
+from .spiderboost import (SpiderState, spider_estimate, spiderboost_releases, calibrate_spiderboost, spider_noise_ratio, poisson_indices,
                                      clipped_mean_gradient, clipped_mean_difference, tree_spider_releases, tree_samples_per_round)
 from .convex_glm import (clipped_mean_grad, recursive_regularization_releases, jl_matrix, jl_project, JL_STREAM, CONVEX_STREAM)
 from .clipping import ClipCounter
@@ -77,7 +77,7 @@ def run_spider_audit(epsilon:float, delta:float, # the target `calibrate_spiderb
     scores, mus = [np.zeros(trials), np.zeros(trials)], []
     for t in range(T):
         cp, bt = t % q == 0, (b1 if t % q == 0 else b2)
-        idx = _poisson(n - 1, bt / n, r.child(1, t))
+        idx = poisson_indices(n - 1, bt / n, r.child(1, t))
         without = honest[idx]
         withs = {k: Dataset(np.concatenate([to_numpy(without.A), to_numpy(v.A)]), np.concatenate([to_numpy(without.y), [k]])) for k, v in canary.items()}
         state = SpiderState(t, path[t], path[t - 1] if t else path[t], np.zeros(1), ClipCounter())

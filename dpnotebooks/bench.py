@@ -13,7 +13,7 @@ import numpy as np
 from .backend import available_backends, get_backend, get_dtype, get_xp, make_rng, use_backend, to_numpy
 from .problems import ReluNet, RobustRegression, Dataset
 from .smoothing import two_point_differences
-from .zo_oracles import _block_sizes, _clipped_mean, _zo_blocks
+from .zo_oracles import block_sizes, clipped_block_mean, zo_blocks
 from .tree import TreeMechanism
 
 # %% auto #0
@@ -51,7 +51,7 @@ def bench_problem(name:str, d:int, b:int, seed:int=0):
 def _unavoidable_zo(problem, batch, m:int, rng, chunk:int):
     "Directions and one product per block, as the estimator's blocks: (b, m, d) · (b, d) for a linear model, (b, 2m, h, p) · (b, p) for relu-net."
     xp, b, d = get_xp(), len(batch), problem.dim
-    bs, ms = _block_sizes(b, m, d, chunk)
+    bs, ms = block_sizes(b, m, d, chunk)
     out = 0.0
     for i, lo in enumerate(range(0, b, bs)):
         A = batch.A[lo:lo + bs]
@@ -73,7 +73,7 @@ def bench_zo(problem_name:str, d:int, m:int, b:int, repeat:int=5, warmup:int=1, 
         if problem_name != "robust-regression": raise ValueError("`margins` applies to linear models only (robust-regression).")
         p.margins = True
     batch, z, rng = p.data, p.x0 + 0.01, make_rng(0)
-    step = lambda: _clipped_mean(_zo_blocks(p, z, batch, alpha, m, rng, chunk), 1.0, b)
+    step = lambda: clipped_block_mean(zo_blocks(p, z, batch, alpha, m, rng, chunk), 1.0, b)
     floor = lambda: _unavoidable_zo(p, batch, m, rng, chunk)
     s, u = measure(step, repeat, warmup), measure(floor, repeat, warmup)
     return dict(kernel="zo-estimator", problem=problem_name + (" (margins)" if margins else ""), d=d, m=m, b=b, step=s, unavoidable=u,

@@ -12,7 +12,7 @@ import numpy as np
 from .backend import to_numpy
 from .problems import Dataset, with_data
 from .audit import epsilon_lower_bound
-from .o2nc import RunStopped
+from .faults import RunStopped
 
 # %% auto #0
 __all__ = ['SKIP', 'CANARIES', 'flatten', 'observe', 'field_bounds', 'replace_record', 'canary_pair', 'CanaryAudit',

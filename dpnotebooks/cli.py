@@ -21,7 +21,7 @@ import dpnotebooks.audit_sosp  # registers the lt-sosp audits (lt-sosp, lt-sosp-
 from .minimize import (minimize, list_algorithms, check_request, plan_run, planned_ledger, ALGORITHMS as REGISTRY,
                                   InsufficientDataError)
 from .ledger import BudgetExceededError
-from .o2nc import RunStopped
+from .faults import RunStopped
 from .checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 
 # %% auto #0

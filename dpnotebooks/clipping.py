@@ -10,6 +10,7 @@ import warnings
 from typing import NamedTuple
 import numpy as np
 from .backend import get_xp, asarray, to_numpy
+from .validation import check_bound
 from .smoothing import two_point_differences, shifted_differences, zo_from_differences
 
 # %% auto #0
@@ -26,11 +27,6 @@ class Clipped(NamedTuple):
 
 
 # %% ../nbs/01b_clipping.ipynb #e1abd268
-def _check_bound(bound):
-    b = to_numpy(bound)
-    if not np.all(b >= 0) or not np.all(np.isfinite(b)):
-        raise ValueError(f"A clipping bound must be finite and non-negative. Found {bound!r}.")
-
 def zero_nonfinite(G, axes:tuple):
     "G with every slice over `axes` (a row, a matrix) that holds a NaN or inf set to 0, and the mask of those slices."
     xp = get_xp()
@@ -41,7 +37,7 @@ def clip_values(D, # function differences, any shape
                 bound, # the bound: a scalar or an array broadcastable to D (e.g. 2Lα, or L||x − y|| per row)
                ) -> Clipped:
     "Clip each scalar of `D` into [−bound, bound]; NaN and ±inf become 0 (two-point differences: bound = 2Lα; KLT eq. 5)."
-    _check_bound(bound); xp = get_xp(); D, bad = zero_nonfinite(asarray(D), ())
+    check_bound(bound); xp = get_xp(); D, bad = zero_nonfinite(asarray(D), ())
     over = xp.abs(D) > bound
     return Clipped(xp.clip(D, -bound, bound), int(over.sum()), int(D.size), int(bad.sum()))
 
@@ -60,7 +56,7 @@ def clip_rows(G, # per-sample vectors, shape (..., d): clipped along the last ax
               bound:float, # the norm bound (the declared L for gradients)
              ) -> Clipped:
     "Scale every row of `G` with norm above `bound` down to norm `bound`; rows holding NaN or inf become 0 (per-sample clipping)."
-    _check_bound(bound); xp = get_xp(); G, bad = zero_nonfinite(asarray(G), (-1,))
+    check_bound(bound); xp = get_xp(); G, bad = zero_nonfinite(asarray(G), (-1,))
     norms = row_norms(G)
     over = norms[..., 0] > bound * (1 + 1e-12)   # count real clips, not rounding (a row of norm L(1 + 1e-16))
     with np.errstate(over="ignore"): scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).tiny))

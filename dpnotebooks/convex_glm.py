@@ -10,12 +10,13 @@ import math, numbers
 from typing import NamedTuple, Callable
 import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
-from .privacy import _check_positive, _check_count, _check_delta
+from .validation import check_positive, check_count, check_delta
 from .ledger import Release, Ledger
 from .clipping import ClipCounter, clip_rows, fo_grad_clipped
 from .streams import DataStream
 from .problems import Dataset, LinearModel
-from .o2nc import clip_ball, stop_if_nonfinite
+from .o2nc import clip_ball
+from .faults import stop_if_nonfinite
 from .checkpoint import Checkpointer, restore_into
 
 # %% auto #0
@@ -75,7 +76,7 @@ def _check_sigma(sigma):
     return float(sigma)
 
 def _check_step(eta, mu):
-    eta = _check_positive("eta", eta)
+    eta = check_positive("eta", eta)
     if not (0 <= mu and eta * mu < 1): raise ValueError(f"Need 0 ≤ η·μ < 1 for the selector weights (1 − ημ)^(−t). Found η = {eta:g}, μ = {mu:g}; lower eta.")
     return eta
 
@@ -93,7 +94,7 @@ def noisy_gd(problem, # a `Problem` (needs `grad_each`, `dim`)
              rng=None, # `RNG`, seed, or None (OS entropy) for the noise
             ) -> StageOutput:
     "NoisyGD (ABGGMU Alg 7, Lemma D.3): K projected steps on noisy clipped batch-mean gradients, weighted-average output."
-    K, radius, clip, sigma = _check_count("K", K), _check_positive("radius", radius), _check_positive("clip", clip), _check_sigma(sigma)
+    K, radius, clip, sigma = check_count("K", K), check_positive("radius", radius), check_positive("clip", clip), _check_sigma(sigma)
     eta, xp, rng, d = _check_step(eta, mu), get_xp(), make_rng(rng), int(problem.dim)
     lams, centers = asarray(np.asarray(lams, dtype=float)), asarray(np.asarray(centers, dtype=float).reshape(len(lams), d))
     w = clip_ball(xp.zeros(d) if w1 is None else asarray(w1).astype(float), radius)
@@ -126,7 +127,7 @@ def output_perturbed_sgd(problem, # a convex `LinearModel`
                         ) -> StageOutput:
     "OutputPerturbedSGD (ABGGMU Alg 6, Lemma D.5): one pass of projected clipped SGD, weighted average, output noise."
     _require_convex_glm(problem)
-    radius, clip, sigma = _check_positive("radius", radius), _check_positive("clip", clip), _check_sigma(sigma)
+    radius, clip, sigma = check_positive("radius", radius), check_positive("clip", clip), _check_sigma(sigma)
     eta, rng, d = _check_step(eta, mu), make_rng(rng), int(problem.dim)
     A, y = to_numpy(batch.A).astype(float), to_numpy(batch.y).astype(float)
     lams, centers = np.asarray(lams, dtype=float), np.asarray(centers, dtype=float).reshape(len(lams), d)
@@ -149,7 +150,7 @@ def output_perturbed_sgd(problem, # a convex `LinearModel`
 def phase_sizes(m:int, # samples of the stage
                ) -> tuple:
     "n_k = ⌊m/2^k⌋ for k = 1, 2, … while ≥ 1: disjoint consecutive blocks, Σ n_k ≤ m (ABGGMU Alg 5, erratum 7)."
-    m = _check_count("m", m)
+    m = check_count("m", m)
     return tuple(m >> k for k in range(1, m.bit_length()) if m >> k >= 1)
 
 def phased_sgd(problem, # a convex `LinearModel`
@@ -192,7 +193,7 @@ def _per_stage(name, v, T, check):
     return [check(x) for x in vals]
 
 def _check_recursive(n, T, clip, sigma, K, subroutine):
-    T = _check_count("T", T); _check_positive("clip", clip)
+    T = check_count("T", T); check_positive("clip", clip)
     if subroutine not in ("noisy-gd", "phased-sgd"): raise ValueError(f"`subroutine` must be 'noisy-gd' or 'phased-sgd'. Found {subroutine!r}.")
     if n // T < 2: raise ValueError(f"Each of the T = {T} stages needs at least 2 samples; n = {n}. Use fewer stages or more data.")
     sig = _per_stage("sigma", sigma, T, _check_sigma)
@@ -200,7 +201,7 @@ def _check_recursive(n, T, clip, sigma, K, subroutine):
     Ks = None
     if subroutine == "noisy-gd":
         if K is None: raise ValueError("NoisyGD needs `K`, the number of steps per stage (Lemma D.3); pass an int or one per stage.")
-        Ks = _per_stage("K", K, T, lambda k: _check_count("K", k))
+        Ks = _per_stage("K", K, T, lambda k: check_count("K", k))
         if min(Ks) < 2: raise ValueError("`K` must be ≥ 2 (η = log K/(μK)).")
     return T, n // T, sig, Ks
 
@@ -213,7 +214,7 @@ def recursive_regularization_releases(n:int, # number of samples
                                       subroutine:str="noisy-gd", # 'noisy-gd' or 'phased-sgd'
                                      ) -> Ledger:
     "The Gaussian releases of a recursive-regularization run, without data: per stage (a disjoint group) K_t releases of sensitivity 2C/m (NoisyGD), or one per phase (PhasedSGD)."
-    n = _check_count("n", n)
+    n = check_count("n", n)
     T, m, sig, Ks = _check_recursive(n, T, clip, sigma, K, subroutine)
     if max(sig) == 0: return Ledger()
     rel = []
@@ -234,9 +235,9 @@ def noisy_gd_sigma(epsilon:float, # target ε ≤ 1 for one stage (stages compos
                    K:int, # steps of the stage
                   ) -> float:
     "σ = 8C√(K log(1/δ))/(mε): Lemma D.3 with the stage size m and K (not K²), ρ-zCDP with ρ = ε²/(32 log(1/δ))."
-    epsilon, delta, clip = _check_positive("epsilon", epsilon), _check_delta(delta), _check_positive("clip", clip)
+    epsilon, delta, clip = check_positive("epsilon", epsilon), check_delta(delta), check_positive("clip", clip)
     if epsilon > 1: raise ValueError(f"The closed form needs ε ≤ 1; found {epsilon:g}. Use calibrate_gaussian(ε, δ, 2C/m, K) instead.")
-    return 8 * clip * math.sqrt(_check_count("K", K) * math.log(1 / delta)) / (_check_count("m", m) * epsilon)
+    return 8 * clip * math.sqrt(check_count("K", K) * math.log(1 / delta)) / (check_count("m", m) * epsilon)
 
 # %% ../nbs/22_convex_glm.ipynb #d5943f48
 def recursive_regularization(problem, # a convex, smooth `Problem` (phased-sgd: a convex `LinearModel`)
@@ -258,8 +259,8 @@ def recursive_regularization(problem, # a convex, smooth `Problem` (phased-sgd: 
     if stream is None and not isinstance(data, Dataset): raise TypeError(f"`data` must be a `Dataset` or a `DataStream`. Found {type(data).__name__}.")
     n = stream.remaining if stream is not None else len(data)
     T, m, sig, Ks = _check_recursive(n, T, clip, sigma, K, subroutine)
-    lam, radius = _check_positive("lam", lam), _check_positive("radius", radius)
-    L1 = _check_positive("L1", problem.smoothness if L1 is None else L1)
+    lam, radius = check_positive("lam", lam), check_positive("radius", radius)
+    L1 = check_positive("L1", problem.smoothness if L1 is None else L1)
     if subroutine == "phased-sgd" and problem.smoothness is not None and L1 < problem.smoothness:
         raise ValueError(f"PhasedSGD's privacy needs non-expansive steps, η ≤ 2/(L1 + H) with the true smoothness: `L1` = {L1:g} is below "
                          f"the problem's {problem.smoothness:g}. Pass L1 ≥ {problem.smoothness:g}.")
@@ -321,7 +322,7 @@ def jl_matrix(k:int, # target dimension (public)
               rng=None, # `RNG`, seed, or None
              ):
     "Φ = G/√k with G_ij ~ N(0, 1): a (γ, β)-JL matrix and oblivious subspace embedding (ABGGMU Def 1, Def E.1)."
-    return make_rng(rng).normal((_check_count("k", k), _check_count("d", d))) / math.sqrt(k)
+    return make_rng(rng).normal((check_count("k", k), check_count("d", d))) / math.sqrt(k)
 
 def jl_dimension(rank_bound:int, # a PUBLIC upper bound r on rank(X), never computed from the data
                  n:int, # number of samples
@@ -329,7 +330,7 @@ def jl_dimension(rank_bound:int, # a PUBLIC upper bound r on rank(X), never comp
                  c:float=3.0, # the constant of k = c·r·log(2n/δ) (3: σ_min(ΦU)² ≥ 1/2 in 1000/1000 draws at r = 4, n = 300, δ = 0.01)
                 ) -> int:
     "k = ⌈c·r·log(2n/δ)⌉ from a public rank bound r (ABGGMU Thm 6 rank branch; erratum 9: rank(X) itself is not private)."
-    r, n, delta, c = _check_count("rank_bound", rank_bound), _check_count("n", n), _check_delta(delta), _check_positive("c", c)
+    r, n, delta, c = check_count("rank_bound", rank_bound), check_count("n", n), check_delta(delta), check_positive("c", c)
     return int(math.ceil(c * r * math.log(2 * n / delta)))
 
 def jl_project(problem, # the base `LinearModel`
@@ -337,7 +338,7 @@ def jl_project(problem, # the base `LinearModel`
                x_norm:float=1.0, # ||X||: public bound on the rows' norm
               ) -> tuple: # (ProjectedGLM, Clipped)
     "Projected features Π_{√2||X||}(Φ x_i), a per-example map (note § 2.7(b))."
-    c = clip_rows(problem.data.A @ asarray(Phi).T, math.sqrt(2) * _check_positive("x_norm", x_norm))
+    c = clip_rows(problem.data.A @ asarray(Phi).T, math.sqrt(2) * check_positive("x_norm", x_norm))
     return ProjectedGLM(problem, Dataset(c.values, problem.data.y, f"jl-{problem.data.name}"), x_norm), c
 
 def jl_method(problem, # a `LinearModel` (GLM) on d features
@@ -348,7 +349,7 @@ def jl_method(problem, # a `LinearModel` (GLM) on d features
              ) -> JLOutput:
     "JL method (ABGGMU Alg 4, Thm 6): run A on projected features and return Φᵀw̃; exactly as private as A."
     if not isinstance(problem, LinearModel): raise ValueError(f"The JL method needs a GLM (`LinearModel`). Found {type(problem).__name__}.")
-    k, rng = _check_count("k", k), make_rng(rng)
+    k, rng = check_count("k", k), make_rng(rng)
     Phi = jl_matrix(k, int(problem.dim), rng.child(JL_STREAM, 0))
     proj, c = jl_project(problem, Phi, x_norm)
     out = solve(proj, rng.child(JL_STREAM, 1))

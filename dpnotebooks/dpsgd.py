@@ -10,12 +10,13 @@ import math, numbers
 from typing import NamedTuple
 import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
-from .privacy import _check_positive, _check_count
+from .validation import check_positive, check_count
 from .ledger import Release, Ledger
 from .clipping import ClipCounter, fo_grad_clipped
 from .streams import MultiPassView
 from .problems import Dataset
-from .o2nc import clip_ball, stop_if_nonfinite
+from .o2nc import clip_ball
+from .faults import stop_if_nonfinite
 from .checkpoint import Checkpointer, restore_into
 
 # %% auto #0
@@ -61,13 +62,13 @@ def _epochs(n:int, steps:int, batch_size:int) -> int:
 # %% ../nbs/13_dpsgd.ipynb #2eb3cd9e
 def _check_dpsgd(n, steps, batch_size, clip, sigma, sampling, lr=1.0, alpha=0.0, radius=None):
     "The same checks and messages for `dpsgd_releases` and `dp_sgd`."
-    _check_count("steps", steps); _check_count("batch_size", batch_size); _check_positive("clip", clip); _check_positive("lr", lr)
+    check_count("steps", steps); check_count("batch_size", batch_size); check_positive("clip", clip); check_positive("lr", lr)
     if batch_size > n: raise ValueError(f"`batch_size` = {batch_size} exceeds the number of samples n = {n}. Use batch_size ≤ n.")
     for name, v in (("sigma", sigma), ("alpha", alpha)):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (0 <= v < math.inf):
             raise ValueError(f"`{name}` must be a finite number ≥ 0 (sigma = 0: non-private; alpha = 0: plain subgradients). Found {v!r}.")
     if sampling not in ("shuffle", "poisson"): raise ValueError(f"`sampling` must be 'shuffle' or 'poisson'. Found {sampling!r}.")
-    if radius is not None: _check_positive("radius", radius)
+    if radius is not None: check_positive("radius", radius)
 
 # %% ../nbs/13_dpsgd.ipynb #f9489a32
 def dpsgd_releases(n:int, # number of samples
@@ -78,7 +79,7 @@ def dpsgd_releases(n:int, # number of samples
                    sampling:str="shuffle", # 'shuffle' or 'poisson'
                   ) -> Ledger:
     "What a DP-SGD run releases, computed without data: E Gaussians of sensitivity 2C/B (shuffle) or T Poisson-subsampled Gaussians (poisson)."
-    n = _check_count("n", n)
+    n = check_count("n", n)
     _check_dpsgd(n, steps, batch_size, clip, sigma, sampling)
     if sigma == 0: return Ledger()
     if sampling == "shuffle":

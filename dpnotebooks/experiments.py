@@ -17,8 +17,9 @@ from .minimize import (minimize, InsufficientDataError, n_for_rate, klt_single_p
 
 # %% auto #0
 __all__ = ['PLANTED_STREAM', 'EVAL_SEED', 'THEORY', 'DEFAULT_OVERRIDES', 'planted_robust_regression', 'score_run', 'grid_point',
-           'geometric_grid', 'bracket_threshold', 'smallest_n', 'loglog_slope', 'theory_n', 'klt_m_rule', 'RunStore',
-           'sample_complexity_experiment', 'format_sample_complexity', 'plot_sample_complexity']
+           'geometric_grid', 'bracket_threshold', 'smallest_n', 'loglog_slope', 'theory_n', 'klt_m_rule',
+           'finite_or_none', 'experiment_executor', 'RunStore', 'sample_complexity_experiment',
+           'format_sample_complexity', 'plot_sample_complexity']
 
 # %% ../nbs/60_sample_complexity.ipynb #5cfa8766
 PLANTED_STREAM, EVAL_SEED = 0x706c, 10**6   # RNG child key of the planted data ('pl'); offset of the evaluation data's seed
@@ -215,13 +216,13 @@ def _slopes(points, ds, epsilons, algorithms, delta, alpha, beta) -> list:
             s, se = loglog_slope([p["d"] for p in ok], [p["n"] for p in ok], [p["n_lower"] for p in ok]) if len(ok) >= 2 else (math.nan, math.nan)
             tn = [theory_n(a, d, eps, delta, alpha, beta) for d in ds] if a in THEORY else None
             ts = loglog_slope(ds, tn)[0] if tn and len(ds) >= 2 else math.nan
-            out.append(dict(algorithm=a, epsilon=eps, slope=_num(s), se=_num(se), d_used=[p["d"] for p in ok],
+            out.append(dict(algorithm=a, epsilon=eps, slope=finite_or_none(s), se=finite_or_none(se), d_used=[p["d"] for p in ok],
                             censored=[p["d"] for p in pts if p["n"] is None or p["n_lower"] is None],
-                            theory_slope=_num(ts), theory_range=list(THEORY[a][1]) if a in THEORY else None,
+                            theory_slope=finite_or_none(ts), theory_range=list(THEORY[a][1]) if a in THEORY else None,
                             theory_source=THEORY[a][2] if a in THEORY else None, theory_n=tn))
     return out
 
-def _num(v): return None if v is None or not math.isfinite(v) else float(v)
+def finite_or_none(v): return None if v is None or not math.isfinite(v) else float(v)
 
 # %% ../nbs/60_sample_complexity.ipynb #29656257
 def _check_experiment(ds, epsilons, algorithms, alpha, beta, seeds):
@@ -245,7 +246,7 @@ def _accuracy_panel(algorithms, d, epsilons, n_values, delta, alpha, beta, seeds
     return out
 
 # %% ../nbs/60_sample_complexity.ipynb #4364c5a5
-def _executor(jobs:int, # local Dask workers, one process each (1 and no scheduler: run here, no Dask)
+def experiment_executor(jobs:int, # local Dask workers, one process each (1 and no scheduler: run here, no Dask)
               scheduler:str|None=None, # address of a running Dask scheduler, e.g. 'tcp://10.0.0.5:8786' (then `jobs` is ignored)
              ):
     "A context yielding a `concurrent.futures` executor on dask.distributed (a LocalCluster of `jobs` processes, or `scheduler`), or None."
@@ -310,7 +311,7 @@ def sample_complexity_experiment(ds=(4, 8, 16), # dimensions
     t0, overrides = time.perf_counter(), DEFAULT_OVERRIDES if overrides is None else overrides
     ds, epsilons, algorithms, grid = [int(d) for d in ds], [float(e) for e in epsilons], list(algorithms), geometric_grid(n_min, n_max, factor)
     store = RunStore(cache_path)
-    with _executor(jobs, scheduler) as executor:
+    with experiment_executor(jobs, scheduler) as executor:
         kw = dict(problem_factory=problem_factory, eval_n=eval_n, k=k, cache=store, executor=executor)
         points = [smallest_n(a, d, eps, delta, alpha, beta, seeds, grid, success=success, bisect=bisect, progress=progress,
                              **kw, **_overrides_for(overrides, a, d)) for eps in epsilons for d in ds for a in algorithms]

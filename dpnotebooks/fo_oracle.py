@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numpy as np
 from .backend import get_xp, asarray, make_rng
-from .privacy import _check_positive, _check_count
+from .validation import check_positive, check_count
 from .ledger import Release, Ledger
 from .clipping import ClipCounter, clip_rows, fo_grad_clipped
 from .tree import TreeMechanism
@@ -47,9 +47,9 @@ class KLTFirstOrderOracle(TreeOracle):
         if directions not in ("shared", "independent"):
             raise ValueError(f"`directions` must be 'shared' or 'independent' (the paper's 2m perturbations). Found {directions!r}.")
         self.problem, self.stream, self.dim, self.directions = problem, stream, int(problem.dim), directions
-        self.alpha, self.C2 = _check_positive("alpha", alpha), _check_positive("C2", C2)
-        self.L = _check_positive("L", problem.L if L is None else L)
-        self.period, self.B1, self.B2, self.m, self.chunk = (_check_count(k, v) for k, v in
+        self.alpha, self.C2 = check_positive("alpha", alpha), check_positive("C2", C2)
+        self.L = check_positive("L", problem.L if L is None else L)
+        self.period, self.B1, self.B2, self.m, self.chunk = (check_count(k, v) for k, v in
             (("period", period), ("B1", B1), ("B2", B2), ("m", m), ("chunk", chunk)))
         self.sigma, self.rng = _check_sigma(sigma), make_rng(rng)
         self.tree = TreeMechanism(self.dim, self.sigma, self.period, rng=self.rng.child(FO_STREAM, 3))

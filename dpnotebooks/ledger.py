@@ -18,7 +18,8 @@ from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp
 from .privacy import (gaussian_event, tree_event, tree_levels, gdp_epsilon, gdp_mu, RDP_ORDERS, ACCOUNTANTS,
                                  DEFAULT_ACCOUNTANT, NEIGHBOURING)
-from .privacy import _check_positive, _check_delta, _check_count, _round_up
+from .privacy import round_up
+from .validation import check_positive, check_delta, check_count
 
 
 # %% auto #0
@@ -33,10 +34,10 @@ def poisson_gaussian_event(sigma:float, # std of the Gaussian noise added to the
                            count:int=1, # number of steps composed (adaptively)
                           ) -> dp_accounting.DpEvent:
     "`count` replace-one Poisson-subsampled Gaussian sums, for `PLDAccountant(REPLACE_ONE)`: SelfComposed(PoissonSampled(q, Gaussian(σ/C)), count)."
-    sigma, clip = _check_positive("sigma", sigma), _check_positive("clip", clip)
-    q = _check_positive("sampling_rate", sampling_rate)
+    sigma, clip = check_positive("sigma", sigma), check_positive("clip", clip)
+    q = check_positive("sampling_rate", sampling_rate)
     if q > 1: raise ValueError(f"`sampling_rate` must be in (0, 1] (q = batch size / n). Found {sampling_rate!r}.")
-    return SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(sigma / clip)), _check_count("count", count))
+    return SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(sigma / clip)), check_count("count", count))
 
 
 # %% ../nbs/01a_ledger.ipynb #037b8b68
@@ -55,7 +56,7 @@ class Release(NamedTuple):
         "Σ μ² of this entry if it is a Gaussian composition (μ = distance of the means in noise stds), else None (sampled)."
         if self.mechanism != "poisson-gaussian" and self.sampling_rate != 1.0:
             raise ValueError(f"`sampling_rate` applies only to 'poisson-gaussian' entries. Found {self.sampling_rate!r} on a {self.mechanism!r} entry.")
-        if self.mechanism == "gaussian": return _check_count("count", self.count) * (self.sensitivity / self.sigma) ** 2
+        if self.mechanism == "gaussian": return check_count("count", self.count) * (self.sensitivity / self.sigma) ** 2
         if self.mechanism == "tree": return tree_levels(self.count) * (self.sensitivity / self.sigma) ** 2
         if self.mechanism == "poisson-gaussian": return None if self.sampling_rate < 1 else self.count * (2 * self.sensitivity / self.sigma) ** 2
         if self.mechanism == "nonprivate": return math.inf
@@ -159,7 +160,7 @@ def _spent(self, delta:float, # target δ
           ) -> float:
     "ε spent at `delta` by the worst-case record, for replace-one neighbours (0 for an empty ledger)."
     if accountant not in ACCOUNTANTS: raise ValueError(f"`accountant` must be one of {', '.join(map(repr, ACCOUNTANTS))}. Found {accountant!r}.")
-    return _spent_cached(self, float(_check_delta(delta)), accountant)
+    return _spent_cached(self, float(check_delta(delta)), accountant)
 
 def _events(self) -> list:
     "The worst-case record's releases as dp-accounting events, one ComposedDpEvent per distinct group, for `PLDAccountant(REPLACE_ONE)`."
@@ -212,7 +213,7 @@ class BudgetExceededError(ValueError):
 
 def _validate_target(epsilon, delta):
     "Same checks and messages as the accounting notebook."
-    _check_positive("epsilon", epsilon); _check_delta(delta)
+    check_positive("epsilon", epsilon); check_delta(delta)
 
 # %% ../nbs/01a_ledger.ipynb #74e5597f
 _COUNTED = ("gaussian", "poisson-gaussian")  # entries whose `count` is a number of steps (the tree's is its length Σ)
@@ -258,8 +259,8 @@ def calibrate_ledger(unit:Ledger, # the releases at unit noise scale: the run's 
     if accountant == "rdp" or any(m is None for ms in mu2 for m in ms):
         c = _search(lambda c: _scaled(unit, noise=c).spent(delta, "rdp"), epsilon, c)   # the RDP bound: cheap, never below the PLD
         if accountant == "pld": c = _search(cost, epsilon, c, step=1.25)               # the PLD refines it downwards
-    c = _round_up(c)
-    while cost(c) > epsilon: c = _round_up(c * (1 + 1e-6))
+    c = round_up(c)
+    while cost(c) > epsilon: c = round_up(c * (1 + 1e-6))
     return c
 
 

@@ -10,83 +10,30 @@ import math, time, warnings
 from typing import NamedTuple, Callable
 import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, RNG
-from .privacy import (calibrate_tree, calibrate_gaussian, dp_to_zcdp, tree_levels, _check_positive, _check_delta,
-                                 DEFAULT_ACCOUNTANT)
+from functools import partial
+from .privacy import calibrate_tree, calibrate_gaussian, dp_to_zcdp, tree_levels, DEFAULT_ACCOUNTANT
+from .validation import check_positive, check_delta
+from .registry import (Plan, InsufficientDataError, n_for_rate, choose_target, Algorithm, RunOutput, register, get_algorithm,
+                                  list_algorithms, ALGORITHMS, DATA_STREAM, ORACLE_STREAM, DRIVER_STREAM)
 from .ledger import Ledger, Release, Result, check_budget, BudgetExceededError, calibrate_ledger
 from .smoothing import smoothing_constant
 from .streams import DataStream, MultiPassView
-from .o2nc import o2nc, periodic_samples, RunStopped
+from .o2nc import o2nc, periodic_samples
+from .faults import RunStopped
 from .checkpoint import Checkpointer, CheckpointWriteError, content_hash, problem_description
 
 # %% auto #0
-__all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'CLIP_WARN_ABOVE', 'DIAGNOSTICS',
-           'InsufficientDataError', 'Plan', 'n_for_rate', 'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate',
-           'klt_single_pass_recipe', 'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate',
-           'ztc_recipe', 'naive_rate', 'naive_recipe', 'dpsgd_recipe', 'Algorithm', 'register', 'list_algorithms',
-           'check_request', 'plan_run', 'run_fingerprint', 'minimize', 'planned_ledger']
-
-# %% ../nbs/30_minimize.ipynb #a12035c3
-class InsufficientDataError(ValueError):
-    "The dataset is too small for the requested accuracy (the message names the n that would do)."
-
-class Plan(NamedTuple):
-    "Every parameter of a run, as a recipe computed it (or a user overrode it)."
-    algorithm: str; theorem: str
-    n: int; d: int; epsilon: float; delta: float; alpha: float; beta: float; L: float; Phi: float
-    T: int                  # O2NC steps (oracle calls)
-    D: float                # learner radius
-    M: int                  # block length of the averages
-    eta: float              # OGD step size
-    period: int = 1         # Σ: steps per period (fresh tree, fresh period-start batch)
-    B1: int = 1             # period-start batch
-    B2: int = 1             # increment batch (or the batch of a period-free oracle)
-    m: int = 1              # directions (zeroth order) or perturbations (first order) per sample
-    sigma: float = 0.0      # noise: tree node std, or the Gaussian std (period starts for multi-pass)
-    sigma2: float = 0.0     # multi-pass only: Gaussian std at increments
-    C1: float = 0.0         # per-sample clip bound at period starts (first order: the gradient clip L)
-    C2: float = 0.0         # per-sample clip bound on increments
-    restart: bool = False   # restart the learner each period (ZTC)
-    rate: float = 0.0       # the theorem's predicted accuracy at this n, β̂(n) (with `c_rate`)
-    n_required: int = 0     # the n the theorem needs for `beta` (with `c_rate`)
-    beta_chosen: bool = False  # True when β was not given and the recipe chose β = β̂(n)
-    accountant: str = "pld"
-    errata: tuple = ()      # the implementation-note errata this recipe applies
-    extra: dict = {}        # algorithm-specific settings (e.g. directions, sampling, lr)
-
-# %% ../nbs/30_minimize.ipynb #abca3340
-def n_for_rate(rate:Callable[[float], float], # n -> the predicted accuracy β̂(n), decreasing in n
-               beta:float, # the target β
-               n_max:float=1e18,
-              ) -> int:
-    "Smallest integer n with rate(n) ≤ β (inverts a theorem's sample complexity)."
-    beta = _check_positive("beta", beta)
-    if rate(n_max) > beta: raise InsufficientDataError(f"No dataset size up to {n_max:g} reaches beta = {beta:g}: the target is below what this algorithm's rate can give.")
-    lo, hi = 0.0, math.log(n_max)
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if rate(math.exp(mid)) <= beta: hi = mid
-        else: lo = mid
-    n = max(1, math.floor(math.exp(hi)))
-    while rate(n) > beta: n += 1
-    while n > 1 and rate(n - 1) <= beta: n -= 1
-    return n
-
-def _target(rate, n, beta, name):
-    "β and n_required: choose β̂(n) if β is None, else refuse when n is too small."
-    if beta is None: return rate(n), min(n, n_for_rate(rate, rate(n))), True     # n reaches β̂(n) even where the rate is not monotone
-    need = n_for_rate(rate, beta)
-    if n < need:
-        raise InsufficientDataError(f"{name}: n = {n} samples cannot reach beta = {beta:g} (the theorem needs n >= {need} for this "
-                                    f"target, alpha and epsilon). Use at least {need} samples, a larger beta (n = {n} supports "
-                                    f"beta = {rate(n):.4g}), a larger alpha, or a larger epsilon.")
-    return float(beta), need, False
+__all__ = ['CLIP_WARN_ABOVE', 'DIAGNOSTICS', 'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate', 'klt_single_pass_recipe',
+           'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate', 'ztc_recipe', 'naive_rate',
+           'naive_recipe', 'dpsgd_recipe', 'o2nc_algorithm', 'check_request', 'plan_run', 'run_fingerprint', 'minimize',
+           'planned_ledger']
 
 # %% ../nbs/30_minimize.ipynb #9974b0c3
 def _check_inputs(n, d, epsilon, delta, alpha, L, Phi, private=True):
     if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"`n` must be an integer >= 2. Found {n!r}.")
     if not (isinstance(d, (int, np.integer)) and d >= 1): raise ValueError(f"`d` must be a positive integer. Found {d!r}.")
-    if private: _check_positive("epsilon", epsilon); _check_delta(delta)
-    for name, v in (("alpha", alpha), ("L", L), ("Phi", Phi)): _check_positive(name, v)
+    if private: check_positive("epsilon", epsilon); check_delta(delta)
+    for name, v in (("alpha", alpha), ("L", L), ("Phi", Phi)): check_positive(name, v)
     if alpha > Phi / L:
         raise ValueError(f"The theorems assume alpha <= Phi/L (here {Phi / L:g}). Found alpha = {alpha:g}: use a smaller alpha or check Phi and L.")
 
@@ -128,7 +75,7 @@ def klt_single_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float
     if directions not in ("shared", "independent"): raise ValueError(f"`directions` must be 'shared' or 'independent'. Found {directions!r}.")
     name = "klt-first-order" if first_order else "klt-single-pass"
     rate = lambda k: c_rate * klt_single_pass_rate(k, d, epsilon, alpha, L, Phi)
-    beta, need, chosen = _target(rate, n, beta, name)
+    beta, need, chosen = choose_target(rate, n, beta, name)
     period, T, D = 1, max(1, (n - 1) // 2), 0.0
     for _ in range(50):                                   # Σ depends on D(T) and T on Σ: iterate to a fixed point
         T = max(1, (n - period) // 2)
@@ -192,7 +139,7 @@ def klt_multi_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float,
     "Parameters of KLT Thm. 4.1 (Alg. 2 + Alg. 4) with the corrected D and T."
     _check_inputs(n, d, epsilon, delta, alpha, L, Phi)
     rate = lambda k: c_rate * klt_multi_pass_rate(k, d, epsilon, alpha, L, Phi)
-    beta, need, chosen = _target(rate, n, beta, "klt-multi-pass")
+    beta, need, chosen = choose_target(rate, n, beta, "klt-multi-pass")
     if chosen and max_steps is not None:      # the most accurate target that both the data and the step budget allow
         beta = max(beta, (c_T * Phi * L**2 / (alpha * max_steps)) ** (1 / 3) * (1 + 1e-9))
     D = c_D * alpha * beta**2 / L**2
@@ -241,7 +188,7 @@ def ztc_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float
     "Parameters of ZTC Thm. 4.9 (Alg. 3 + 4 + 5) with the max rule for T (note F1) and σ from the accountant."
     _check_inputs(n, d, epsilon, delta, alpha, L, Phi)
     rate = lambda k: c_rate * ztc_rate(k, d, epsilon, delta, alpha, L, Phi)
-    beta, need, chosen = _target(rate, n, beta, "ztc")
+    beta, need, chosen = choose_target(rate, n, beta, "ztc")
     A, rho = Phi + L * alpha, ztc_rho(epsilon, delta)
     T1 = (math.sqrt(d) * L * alpha * n / A) ** (2 / 3); T2 = (d**1.5 * L * alpha * n / (A * rho)) ** 0.5
     if T_rule not in ("max", "paper_min"): raise ValueError(f"`T_rule` must be 'max' or 'paper_min'. Found {T_rule!r}.")
@@ -287,7 +234,7 @@ def naive_recipe(n:int, d:int, epsilon:float|None, delta:float|None, alpha:float
     rho = ztc_rho(epsilon, delta) if private else None
     B = int(B or (max(1, round(d**1.5 / rho)) if private else 1))
     rate = lambda k: c_rate * _naive_bound(_naive_T(k, d, alpha, L, Phi, B, rho), k, d, alpha, L, Phi, B, rho)
-    beta, need, chosen = _target(rate, n, beta, name)
+    beta, need, chosen = choose_target(rate, n, beta, name)
     period = _naive_T(n, d, alpha, L, Phi, B, rho)
     K = n // (B * period)
     if K < 1: raise InsufficientDataError(f"{name}: n = {n} is smaller than one period of {B * period} samples. Use more data.")
@@ -323,31 +270,38 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:flo
                 ("per-sample clipping to L; sigma from the accountant",), dict(sampling=sampling, epochs=epochs))
 
 # %% ../nbs/30_minimize.ipynb #ef49a1e1
-DATA_STREAM, ORACLE_STREAM, DRIVER_STREAM = 0x6461, 0x6f72, 0x6472   # children of the run's root RNG ('da', 'or', 'dr')
+def _o2nc_releases(build, problem, plan, step:int|None=None) -> Ledger:
+    "The releases of the first `step` O2NC steps (default: all T), from the oracle `build` makes of the plan; no data read."
+    step = plan.T if step is None else step
+    return build(problem, plan, make_rng(0))[0].releases(step) if step >= 1 else Ledger()
 
-class Algorithm(NamedTuple):
-    "A registered algorithm: how to plan it and how to build its oracle from a plan."
-    name: str
-    summary: str
-    recipe: Callable      # (n, d, epsilon, delta, alpha, beta, L, Phi, accountant, **constants) -> Plan
-    build: Callable|None  # (problem, plan, rng) -> (oracle, data access object); None for algorithms with their own loop
-    private: bool = True
-    access: str = "single-pass"
-    run: Callable|None = None          # own loop: (problem, plan, rng, seed, x0, progress, t0, checkpointer) -> Result (e.g. DP-SGD, SpiderBoost)
-    unit_ledger: Callable|None = None  # own loop: (problem, plan) -> the ledger at noise scale 1, for recalibration
-    stationarity: str = "goldstein"    # what the run certifies: 'goldstein' (radius 2α) or 'gradient' (smooth losses)
-    ledger_at: Callable|None = None    # own loop: (problem, plan, step) -> the releases made by the end of `step` (None: only the plan's total is known)
-    planned: Callable|None = None      # own loop, private: (problem, plan) -> the Ledger of the whole run (what its budget check prices)
+def _o2nc_unit(build, problem, plan) -> Ledger:
+    "The ledger at noise multiplier 1: tree or Gaussian σ = 1, or (multi-pass) σ_i = s_i, so that both have σ/s = 1."
+    unit = plan._replace(sigma=2 * plan.C1 / plan.n, sigma2=2 * plan.C2 / plan.n) if plan.sigma2 else plan._replace(sigma=1.0)
+    return _o2nc_releases(build, problem, unit)
 
-ALGORITHMS: dict = {}
+def _run_o2nc(build, problem, plan, rng, x0, progress, ck) -> RunOutput:
+    "KLT Alg. 2 / ZTC Alg. 3: O2NC over the oracle `build` makes of the plan, with the run's streams."
+    oracle, access = build(problem, plan, rng)
+    need = oracle.samples_needed(plan.T)
+    if isinstance(access, DataStream) and need > len(problem.data):
+        raise InsufficientDataError(f"{plan.algorithm}: the plan reads {need} distinct samples but the data have {len(problem.data)}. "
+                                    "Use more data or fewer steps (T).")
+    out = o2nc(oracle, x0, plan.T, plan.D, plan.eta, plan.M, rng=rng.child(DRIVER_STREAM),
+               restart_every=plan.period if plan.restart else None, progress=progress, checkpoint=ck)
+    used = access.samples_used if isinstance(access, DataStream) else int((access.uses > 0).sum())
+    trace = dict(algorithm=plan.algorithm, plan=plan, block_means=out.block_means, block_index=out.block_index, chosen=out.chosen,
+                 g_norms=out.g_norms, x_last=out.x_last)
+    return RunOutput(out.x_out, used, access.max_uses, oracle.clip.diagnostics(), trace)
 
-def register(alg:Algorithm) -> Algorithm:
-    "Add `alg` to the registry (replacing an entry of the same name)."
-    ALGORITHMS[alg.name] = alg; return alg
-
-def list_algorithms() -> list:
-    "(name, summary) of every registered algorithm."
-    return [(a.name, a.summary) for a in ALGORITHMS.values()]
+# %% ../nbs/30_minimize.ipynb #f2955382
+def o2nc_algorithm(name:str, summary:str, recipe:Callable, # as in `Algorithm`
+                   build:Callable, # (problem, plan, rng) -> (oracle, data access)
+                   private:bool=True, access:str="single-pass") -> Algorithm:
+    "An O2NC algorithm in the registry's one shape, from its recipe and its oracle builder."
+    return Algorithm(name, summary, recipe, partial(_o2nc_releases, build) if private else None, partial(_run_o2nc, build),
+                     private=private, access=access, ledger_at=partial(_o2nc_releases, build) if private else None,
+                     unit_ledger=partial(_o2nc_unit, build) if private else None, build=build)
 
 # %% ../nbs/30_minimize.ipynb #110953ab
 def _stream(problem, rng): return DataStream(problem.data, rng=rng.child(DATA_STREAM))
@@ -384,15 +338,15 @@ def _build_naive(problem, plan, rng):
 _fo = lambda *a, **k: klt_single_pass_recipe(*a, first_order=True, **k)
 _nonprivate = lambda n, d, epsilon, delta, *a, **k: naive_recipe(n, d, None, None, *a, private=False, **k)
 for _alg in (
-    Algorithm("klt-single-pass", "KLT Thm. 3.1: O2NC + single-pass zeroth-order oracle with the tree mechanism", klt_single_pass_recipe, _build_klt_single),
-    Algorithm("klt-multi-pass", "KLT Thm. 4.1: O2NC + full-batch zeroth-order oracle, Gaussian composition (ERM)", klt_multi_pass_recipe, _build_klt_multi, access="multi-pass"),
-    Algorithm("klt-first-order", "KLT Thm. 6.1: O2NC + single-pass first-order oracle with the tree mechanism", _fo, _build_klt_fo),
-    Algorithm("ztc", "ZTC Thm. 4.9: O2NC with restarts + variance-reduced zeroth-order oracle, tree per period", ztc_recipe, _build_ztc),
-    Algorithm("ztc-naive", "ZTC App. E: O2NC + one-direction two-point oracle, fresh Gaussian noise each step", naive_recipe, _build_naive),
-    Algorithm("o2nc-nonprivate", "Kornowski & Shamir 2023: O2NC + two-point oracle, no noise (NOT private)", _nonprivate, _build_naive, private=False),
-    Algorithm("dp-sgd", "DP-SGD on F_alpha: per-sample clipped gradients at x + y, y ~ U(B_alpha), Gaussian noise", dpsgd_recipe, None,
-              access="multi-pass", run=lambda *a: _run_dpsgd(*a), unit_ledger=lambda problem, plan: _dpsgd_unit_ledger(plan),
-              ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step), planned=lambda problem, plan: _dpsgd_ledger_at(plan, plan.T)),
+    o2nc_algorithm("klt-single-pass", "KLT Thm. 3.1: O2NC + single-pass zeroth-order oracle with the tree mechanism", klt_single_pass_recipe, _build_klt_single),
+    o2nc_algorithm("klt-multi-pass", "KLT Thm. 4.1: O2NC + full-batch zeroth-order oracle, Gaussian composition (ERM)", klt_multi_pass_recipe, _build_klt_multi, access="multi-pass"),
+    o2nc_algorithm("klt-first-order", "KLT Thm. 6.1: O2NC + single-pass first-order oracle with the tree mechanism", _fo, _build_klt_fo),
+    o2nc_algorithm("ztc", "ZTC Thm. 4.9: O2NC with restarts + variance-reduced zeroth-order oracle, tree per period", ztc_recipe, _build_ztc),
+    o2nc_algorithm("ztc-naive", "ZTC App. E: O2NC + one-direction two-point oracle, fresh Gaussian noise each step", naive_recipe, _build_naive),
+    o2nc_algorithm("o2nc-nonprivate", "Kornowski & Shamir 2023: O2NC + two-point oracle, no noise (NOT private)", _nonprivate, _build_naive, private=False),
+    Algorithm("dp-sgd", "DP-SGD on F_alpha: per-sample clipped gradients at x + y, y ~ U(B_alpha), Gaussian noise", dpsgd_recipe,
+              planned=lambda problem, plan: _dpsgd_ledger_at(plan, plan.T), run=lambda *a: _run_dpsgd(*a), access="multi-pass",
+              ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step), unit_ledger=lambda problem, plan: _dpsgd_unit_ledger(plan)),
 ): register(_alg)
 
 # %% ../nbs/30_minimize.ipynb #ab970946
@@ -406,24 +360,19 @@ def _split_overrides(recipe, overrides):
     if unknown: raise ValueError(f"Unknown override(s) {sorted(unknown)}. Use recipe constants or plan fields: {', '.join(Plan._fields)}.")
     return consts, fields
 
-def _unit_ledger(problem, plan, alg, rng):
-    "The ledger of `plan` with every noise scale set to 1 (for recalibration)."
-    if alg.unit_ledger is not None: return alg.unit_ledger(problem, plan)
-    # unit noise multiplier: tree/Gaussian sigma 1, or (multi-pass) sigma_i = s_i so that both have sigma/s = 1
-    unit = plan._replace(sigma=2 * plan.C1 / plan.n, sigma2=2 * plan.C2 / plan.n) if plan.sigma2 else plan._replace(sigma=1.0)
-    oracle, _ = alg.build(problem, unit, rng)
-    return oracle.releases(plan.T)
+def _unit_ledger(problem, plan, alg):
+    "The ledger of `plan` at noise multiplier 1 (for recalibration)."
+    if alg.unit_ledger is None: raise ValueError(f"{alg.name}: its plan fields cannot be overridden; change its recipe constants instead.")
+    return alg.unit_ledger(problem, plan)
 
 def check_request(algorithm:str, epsilon=None, delta=None, alpha=None, beta=None, **overrides):
     "The request alone, before any problem or data exists: a known algorithm, its privacy target, positive alpha and beta, known overrides."
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"Unknown algorithm {algorithm!r}. Available: {', '.join(ALGORITHMS)}.")
-    alg = ALGORITHMS[algorithm]
+    alg = get_algorithm(algorithm)
     if alg.private:
         if epsilon is None or delta is None: raise ValueError(f"{algorithm} is private: give epsilon > 0 and delta in (0, 1).")
-        _check_positive("epsilon", epsilon); _check_delta(delta)
+        check_positive("epsilon", epsilon); check_delta(delta)
     for name, v in (("alpha", alpha), ("beta", beta)):
-        if v is not None: _check_positive(name, v)
+        if v is not None: check_positive(name, v)
     _split_overrides(alg.recipe, overrides)
 
 def plan_run(problem, # a `Problem` (its data, dim and L are used)
@@ -453,7 +402,7 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
         plan = plan._replace(**fields)
         # re-price unless the user fixed the noise, or changed only fields no sensitivity or count depends on
         if alg.private and not {"sigma", "sigma2"} & set(fields) and set(fields) - {"eta", "M", "m"}:
-            c = calibrate_ledger(_unit_ledger(problem, plan, alg, make_rng(0)), plan.epsilon, plan.delta, accountant)
+            c = calibrate_ledger(_unit_ledger(problem, plan, alg), plan.epsilon, plan.delta, accountant)
             if plan.sigma2: plan = plan._replace(sigma=c * 2 * plan.C1 / plan.n, sigma2=c * 2 * plan.C2 / plan.n)
             else: plan = plan._replace(sigma=c)
     return plan
@@ -528,51 +477,39 @@ def minimize(problem, # a `Problem` with its data
     plan = plan_run(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, **overrides)
     alg, rng = ALGORITHMS[algorithm], make_rng(seed, secure=secure)
     x0 = problem.x0 if x0 is None else _check_x0(x0, problem.dim)
+    ledger = alg.planned(problem, plan) if alg.planned is not None else _nonprivate_ledger()
+    if alg.private: check_budget(ledger, plan.epsilon, plan.delta, accountant)     # the one budget check: before any data is read
     ck, rng = _checkpointer(problem, algorithm, plan, x0, seed, rng, checkpoint, checkpoint_every, resume, checkpoint_info)
-    if alg.run is not None:                              # own loops: a fault raises, a NaN output never comes back silently
-        if alg.ledger_at is not None and alg.private: ck.ledger_at = lambda s: alg.ledger_at(problem, plan, s)
-        try:
-            with ck, np.errstate(all="ignore"): res = alg.run(problem, plan, rng, seed, x0, progress, t0, ck)   # no warning computed on the data
-        except Exception as err:
-            if ck.loop is None: raise                   # refusals and bad input: raised before the loop began, nothing was released
-            if isinstance(err, RunStopped): stop = err                        # a NaN or inf iterate, at its step (`stop_if_nonfinite`)
-            elif isinstance(err, CheckpointWriteError): stop = RunStopped.write_failed(err)   # step err.step done and released
-            else: stop = RunStopped(ck.step + 1, None, f"the loss or the algorithm raised {type(err).__name__}: {err}")
-            stop.algorithm = algorithm
-            if alg.private and ck.ledger_at is not None:
-                stop.ledger = ck.ledger_at(stop.step); stop.epsilon_spent = stop.ledger.spent(plan.delta, accountant)
-            elif alg.private: stop.epsilon_spent, stop.at_most = plan.epsilon, True
-            stop.checkpoint = (ck.path, ck.saved_step) if ck.path is not None else None
-            if stop is err: raise
-            raise stop from err
-        if not np.all(np.isfinite(to_numpy(res.x))):
-            raise RunStopped(None, None, "the output is NaN or inf: the loss produced non-finite values during the run", ledger=res.ledger,
-                             epsilon_spent=res.epsilon_spent if alg.private else None, algorithm=algorithm)
-        return _diagnostics(res._replace(trace=dict(res.trace, checkpoint=_ck_report(ck)), secure=rng.secure), diagnostics, algorithm, problem.L)
-    oracle, access = alg.build(problem, plan, rng)
-    ledger = oracle.releases(plan.T) if alg.private else _nonprivate_ledger()
-    if alg.private: check_budget(ledger, plan.epsilon, plan.delta, accountant)     # refuse before any data is read
-    need = oracle.samples_needed(plan.T)
-    if alg.access == "single-pass" and need > len(problem.data):
-        raise InsufficientDataError(f"{algorithm}: the plan reads {need} distinct samples but the data have {len(problem.data)}. "
-                                    "Use more data or fewer steps (T).")
-    if alg.private: ck.ledger_at = lambda s: oracle.releases(s) if s >= 1 else Ledger()
+    if alg.private and alg.ledger_at is not None: ck.ledger_at = lambda s: alg.ledger_at(problem, plan, s)
+    out = _run(alg, problem, plan, rng, x0, progress, ck)
+    trace = dict(out.trace, checkpoint=_ck_report(ck))
+    return _diagnostics(Result(out.x, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
+                               rng.seeded, seed, accountant, out.samples_used, out.max_uses, out.nonprivate, trace,
+                               time.perf_counter() - t0, rng.secure), diagnostics, algorithm, problem.L)
+
+def _run(alg, problem, plan, rng, x0, progress, ck) -> RunOutput:
+    "`alg.run` with the faults of every algorithm handled alike: a fault mid-run is a `RunStopped` with its step and exact ledger."
     try:
-        with ck, np.errstate(all="ignore"):              # floating-point warnings on the private data would leak; NaN and inf are zeroed instead
-            out = o2nc(oracle, x0, plan.T, plan.D, plan.eta, plan.M, rng=rng.child(DRIVER_STREAM),
-                       restart_every=plan.period if plan.restart else None, progress=progress, checkpoint=ck)
-    except RunStopped as stop:                           # a fault mid-run: report what was released, then stop
-        stop.algorithm = algorithm
-        stop.ledger = oracle.releases(stop.step) if alg.private else _nonprivate_ledger()
-        stop.epsilon_spent = stop.ledger.spent(plan.delta, accountant) if alg.private else None
+        with ck, np.errstate(all="ignore"):      # floating-point warnings on the private data would leak; NaN and inf are zeroed instead
+            out = alg.run(problem, plan, rng, x0, progress, ck)
+    except Exception as err:
+        if ck.loop is None: raise                   # refusals and bad input: raised before the loop began, nothing was released
+        if isinstance(err, RunStopped): stop = err                        # a NaN or inf iterate, at its step (`stop_if_nonfinite`)
+        elif isinstance(err, CheckpointWriteError): stop = RunStopped.write_failed(err)   # step err.step done and released
+        else: stop = RunStopped(ck.step + 1, None, f"the loss or the algorithm raised {type(err).__name__}: {err}")
+        stop.algorithm = alg.name
+        if alg.private and ck.ledger_at is not None:
+            stop.ledger = ck.ledger_at(stop.step); stop.epsilon_spent = stop.ledger.spent(plan.delta, plan.accountant)
+        elif alg.private: stop.epsilon_spent, stop.at_most = plan.epsilon, True
+        else: stop.ledger, stop.epsilon_spent = _nonprivate_ledger(), None
         stop.checkpoint = (ck.path, ck.saved_step) if ck.path is not None else None
-        raise
-    used = access.samples_used if isinstance(access, DataStream) else int((access.uses > 0).sum())
-    trace = dict(algorithm=algorithm, plan=plan, block_means=out.block_means, block_index=out.block_index, chosen=out.chosen, g_norms=out.g_norms,
-                 x_last=out.x_last, checkpoint=_ck_report(ck))
-    return _diagnostics(Result(out.x_out, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
-                               rng.seeded, seed, accountant, used, access.max_uses, oracle.clip.diagnostics(), trace, time.perf_counter() - t0,
-                               rng.secure), diagnostics, algorithm, problem.L)
+        if stop is err: raise
+        raise stop from err
+    if not np.all(np.isfinite(to_numpy(out.x))):
+        raise RunStopped(None, None, "the output is NaN or inf: the loss produced non-finite values during the run",
+                         ledger=alg.planned(problem, plan) if alg.private else None,
+                         epsilon_spent=plan.epsilon if alg.private else None, algorithm=alg.name)
+    return out
 
 def _ck_report(ck) -> dict|None:
     "What checkpointing did in this run (for `Result.trace['checkpoint']`)."
@@ -589,31 +526,22 @@ def _dpsgd_unit_ledger(plan) -> Ledger:
     from dpnotebooks.dpsgd import dpsgd_releases
     return dpsgd_releases(plan.n, plan.T, plan.B2, plan.C1, 1.0, plan.extra.get("sampling", "shuffle"))
 
-def _run_dpsgd(problem, plan, rng, seed, x0, progress, t0, ck=None):
-    from dpnotebooks.dpsgd import dp_sgd, dpsgd_releases
-    sampling = plan.extra.get("sampling", "shuffle")
-    ledger = dpsgd_releases(plan.n, plan.T, plan.B2, plan.C1, plan.sigma, sampling)
-    check_budget(ledger, plan.epsilon, plan.delta, plan.accountant)
+def _run_dpsgd(problem, plan, rng, x0, progress, ck) -> RunOutput:
+    "Runner of `dp-sgd`: Abadi et al.'s loop on a `MultiPassView` (the budget was checked by `minimize`)."
+    from dpnotebooks.dpsgd import dp_sgd
     view = MultiPassView(problem.data)
-    out = dp_sgd(problem, view, plan.T, plan.B2, plan.eta, plan.C1, plan.sigma, alpha=plan.alpha, sampling=sampling,
+    out = dp_sgd(problem, view, plan.T, plan.B2, plan.eta, plan.C1, plan.sigma, alpha=plan.alpha, sampling=plan.extra.get("sampling", "shuffle"),
                  x0=x0, rng=rng.child(ORACLE_STREAM), progress=progress, checkpoint=ck)
     trace = dict(algorithm="dp-sgd", plan=plan, x_last=out.x_last, g_norms=out.grad_norms)
-    return Result(out.x_out, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant,
-                  int((view.uses > 0).sum()), view.max_uses,
-                  out.clip.diagnostics(), trace, time.perf_counter() - t0)
+    return RunOutput(out.x_out, int((view.uses > 0).sum()), view.max_uses, out.clip.diagnostics(), trace)
 
 # %% ../nbs/30_minimize.ipynb #65dc85ef
 def planned_ledger(problem, # the `Problem` the plan is for (its data are not read)
                    plan:Plan, # from `plan_run` (or a `Result`'s `trace['plan']`)
                   ) -> Ledger:
     "The releases a run of `plan` will make, priced before any data is read (what `minimize` checks against the budget)."
-    if plan.algorithm not in ALGORITHMS: raise ValueError(f"Unknown algorithm {plan.algorithm!r}. Available: {', '.join(ALGORITHMS)}.")
-    alg = ALGORITHMS[plan.algorithm]
-    if alg.run is not None and alg.planned is not None: return alg.planned(problem, plan)
-    if not alg.private: return _nonprivate_ledger()
-    if alg.run is not None: raise ValueError(f"{plan.algorithm} does not declare its planned ledger (`Algorithm.planned`).")
-    oracle, _ = alg.build(problem, plan, make_rng(0))
-    return oracle.releases(plan.T)
+    alg = get_algorithm(plan.algorithm)
+    return alg.planned(problem, plan) if alg.planned is not None else _nonprivate_ledger()
 
 # %% ../nbs/30_minimize.ipynb #769f83c5
 import dpnotebooks.smooth_algorithms  # registers the smooth algorithms (32_smooth_algorithms)

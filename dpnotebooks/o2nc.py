@@ -13,10 +13,11 @@ from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
 from .ledger import Ledger, Release
 from .clipping import ClipCounter
 from .checkpoint import Checkpointer, CheckpointWriteError, restore_into
+from .faults import RunStopped, stop_if_nonfinite
 
 # %% auto #0
 __all__ = ['O2NC_STREAM', 'period_position', 'Oracle', 'periodic_samples', 'TreeOracle', 'ExactOracle', 'clip_ball',
-           'ProjectedOGD', 'O2NCOutput', 'RunStopped', 'stop_if_nonfinite', 'o2nc']
+           'ProjectedOGD', 'O2NCOutput', 'o2nc']
 
 # %% ../nbs/10_o2nc.ipynb #24ed6eff
 def period_position(t:int, # global step t ≥ 1
@@ -121,47 +122,6 @@ def _check_o2nc_args(T, D, eta, M, restart_every):
 
 # %% ../nbs/10_o2nc.ipynb #a515aa22
 O2NC_STREAM = 0x6f32  # first key of the driver's own streams (s_t and the output choice), apart from the oracle's
-
-_LOSS_FIX = "Fix the loss (it must not raise on any record) or the plan (a noise or step that overflows), and run again."
-
-class RunStopped(RuntimeError):
-    "A run stopped by a fault mid-run: the step, the last good iterate, why, and (filled in by `minimize`) what was released so far."
-    def __init__(self, step:int|None, x, reason:str, ledger=None, epsilon_spent:float|None=None, algorithm:str|None=None,
-                 at_most:bool=False, # at_most: `epsilon_spent` bounds the releases made (the plan's whole budget), step unknown
-                 fix:str|None=None): # what the user should do (default: fix the loss)
-        super().__init__(step, reason)
-        self.fix = fix or _LOSS_FIX
-        self.step, self.x, self.reason, self.ledger, self.epsilon_spent, self.algorithm = step, x, reason, ledger, epsilon_spent, algorithm
-        self.at_most, self.checkpoint = at_most, None   # checkpoint: (path, step) of the last saved state, set by `minimize`
-    def __str__(self):
-        where = f" at step {self.step}" if self.step is not None else ""
-        head = f"{self.algorithm + ': ' if self.algorithm else ''}the run stopped{where}: {self.reason}."
-        if self.epsilon_spent is None: spent = ""
-        elif self.at_most: spent = f" Privacy spent: at most epsilon = {self.epsilon_spent:.4g}, the plan's budget; nothing more is released."
-        else: spent = (f" Privacy spent by the releases made so far: epsilon = {self.epsilon_spent:.4g} (their ledger is `err.ledger`); "
-                       "nothing more is released.")
-        last = " The last good iterate is `err.x`." if self.x is not None else ""
-        if self.checkpoint is not None and self.checkpoint[1] is not None and self.fix != _LOSS_FIX:
-            last += f" The last good state (step {self.checkpoint[1]}) is saved in {self.checkpoint[0]}."
-        elif self.checkpoint is not None and self.checkpoint[1] is not None:
-            last += (f" The last good state (step {self.checkpoint[1]}) is saved in {self.checkpoint[0]}; resuming it recomputes the later "
-                     "steps with the same samples and noise, so resume only if the fix leaves the loss's finite values unchanged "
-                     "(otherwise start a new run).")
-        return head + spent + last + " " + self.fix
-
-    @classmethod
-    def write_failed(cls, err:CheckpointWriteError, x=None) -> RunStopped:
-        "The stop of a run whose checkpoint could not be saved after step `err.step` (that step's releases were made)."
-        return cls(err.step, x, f"saving the checkpoint failed ({type(err.cause).__name__}: {err.cause})",
-                   fix=f"Free space or fix the permissions where {err.path} lives, then resume from the last good checkpoint.")
-
-def stop_if_nonfinite(t:int, # the step that produced `x`
-                      x, # the new iterate
-                      last_good, # the iterate before it (reported as `err.x`)
-                     ):
-    "Loops with their own steps (DP-SGD, SpiderBoost, LT) call this before saving step t: a NaN or inf iterate stops the run there."
-    if not bool(get_xp().all(get_xp().isfinite(asarray(x)))):
-        raise RunStopped(t, to_numpy(last_good), "the iterate became NaN or inf at this step (per-sample values are zeroed when non-finite, so a public or noisy quantity overflowed)")
 
 def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
          x0, # initial point, shape (d,)

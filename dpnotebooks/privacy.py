@@ -16,39 +16,21 @@ from dp_accounting import (DpEvent, GaussianDpEvent, SelfComposedDpEvent, Compos
 from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
 from dp_accounting.pld import PLDAccountant
+from .validation import check_positive, check_delta, check_count
 
 # %% auto #0
 __all__ = ['RDP_ORDERS', 'ACCOUNTANTS', 'DEFAULT_ACCOUNTANT', 'NEIGHBOURING', 'RELEASE_EVENTS', 'zcdp_rho_gaussian',
            'rdp_of_gaussian', 'zcdp_to_dp', 'dp_to_zcdp', 'zcdp_gaussian_sigma', 'analytic_gaussian_sigma',
            'gdp_epsilon', 'gdp_mu', 'gaussian_event', 'tree_levels', 'tree_event', 'compose_events',
-           'GaussianAccountant', 'make_accountant', 'epsilon_of', 'calibrate', 'calibrate_gaussian', 'calibrate_tree',
-           'composition_sensitivity', 'calibrate_composition']
-
-# %% ../nbs/01_privacy.ipynb #0ea6ce4a
-def _check_positive(name:str, value) -> float:
-    "`value` as a float, or a ValueError unless it is a finite positive number."
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive finite number. Found {value!r}.")
-    return float(value)
-
-def _check_delta(delta) -> float:
-    "`delta` as a float, or a ValueError unless 0 < delta < 1."
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0 < delta < 1):
-        raise ValueError(f"`delta` must be in the open interval (0, 1), e.g. 1e-6 (smaller than 1/n). Found {delta!r}.")
-    return float(delta)
-
-def _check_count(name:str, value) -> int:
-    "`value` as an int, or a ValueError unless it is an integer >= 1."
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"`{name}` must be an integer >= 1 (pass an int, not a float). Found {value!r}.")
-    return int(value)
+           'GaussianAccountant', 'make_accountant', 'epsilon_of', 'round_up', 'calibrate', 'calibrate_gaussian',
+           'calibrate_tree', 'composition_sensitivity', 'calibrate_composition']
 
 # %% ../nbs/01_privacy.ipynb #934e1c7e
 def zcdp_rho_gaussian(sigma:float, # noise standard deviation per coordinate
                       sensitivity:float, # L2 sensitivity s of the released vector
                      ) -> float:
     "zCDP parameter rho = s^2/(2 sigma^2) of one Gaussian release (Bun & Steinke 2016, Prop. 1.6)."
-    sigma, sensitivity = _check_positive("sigma", sigma), _check_positive("sensitivity", sensitivity)
+    sigma, sensitivity = check_positive("sigma", sigma), check_positive("sensitivity", sensitivity)
     return sensitivity**2 / (2 * sigma**2)
 
 def rdp_of_gaussian(alpha:float, # Rényi order, > 1
@@ -65,14 +47,14 @@ def zcdp_to_dp(rho:float, # zCDP parameter
                delta:float, # target delta in (0, 1)
               ) -> float:
     "epsilon = rho + 2 sqrt(rho ln(1/delta)): rho-zCDP implies (epsilon, delta)-DP (Bun & Steinke 2016, Prop. 1.3)."
-    rho, delta = _check_positive("rho", rho), _check_delta(delta)
+    rho, delta = check_positive("rho", rho), check_delta(delta)
     return rho + 2 * math.sqrt(rho * math.log(1 / delta))
 
 def dp_to_zcdp(epsilon:float, # target epsilon
                delta:float, # target delta in (0, 1)
               ) -> float:
     "Largest rho with zcdp_to_dp(rho, delta) <= epsilon: (sqrt(eps + ln(1/delta)) - sqrt(ln(1/delta)))^2."
-    epsilon, delta = _check_positive("epsilon", epsilon), _check_delta(delta)
+    epsilon, delta = check_positive("epsilon", epsilon), check_delta(delta)
     L = math.log(1 / delta)
     return (epsilon / (math.sqrt(epsilon + L) + math.sqrt(L))) ** 2
 
@@ -82,7 +64,7 @@ def zcdp_gaussian_sigma(epsilon:float, # target epsilon
                         sensitivity:float, # L2 sensitivity s (of the whole composition: s*sqrt(k) for k releases)
                        ) -> float:
     "Conservative sigma = s / sqrt(2 rho(epsilon, delta)) from the zCDP conversion (Bun & Steinke 2016)."
-    return _check_positive("sensitivity", sensitivity) / math.sqrt(2 * dp_to_zcdp(epsilon, delta))
+    return check_positive("sensitivity", sensitivity) / math.sqrt(2 * dp_to_zcdp(epsilon, delta))
 
 # %% ../nbs/01_privacy.ipynb #7a29c8cd
 def _gaussian_delta(sigma:float, epsilon:float, sensitivity:float) -> float:
@@ -96,8 +78,8 @@ def analytic_gaussian_sigma(epsilon:float, # target epsilon
                             sensitivity:float, # L2 sensitivity Delta
                            ) -> float:
     "Smallest sigma making the Gaussian mechanism (epsilon, delta)-DP, by bisection (Balle & Wang 2018, Thm. 8)."
-    epsilon, delta = _check_positive("epsilon", epsilon), _check_delta(delta)
-    sensitivity = _check_positive("sensitivity", sensitivity)
+    epsilon, delta = check_positive("epsilon", epsilon), check_delta(delta)
+    sensitivity = check_positive("sensitivity", sensitivity)
     lo = hi = sensitivity
     while _gaussian_delta(hi, epsilon, sensitivity) > delta: hi *= 2
     while _gaussian_delta(lo, epsilon, sensitivity) <= delta: lo /= 2
@@ -112,7 +94,7 @@ def gdp_epsilon(mu:float, # distance between the two output means in noise stand
                 delta:float, # target delta in (0, 1)
                ) -> float:
     "Exact ε at δ of a Gaussian pair μ apart (Balle & Wang 2018, Thm. 8), via dp_accounting.get_epsilon_gaussian."
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     if not (isinstance(mu, numbers.Real) and mu >= 0): raise ValueError(f"`mu` must be a number >= 0. Found {mu!r}.")
     if mu == 0: return 0.0
     return math.inf if math.isinf(mu) else float(dp_accounting.get_epsilon_gaussian(1.0 / mu, delta))
@@ -130,14 +112,14 @@ def gaussian_event(sigma:float, # noise standard deviation per coordinate
                    count:int=1, # number of releases composed (adaptively)
                   ) -> DpEvent:
     "`count` Gaussian releases: SelfComposedDpEvent(GaussianDpEvent(sigma/s), count) (Dwork & Roth 2014, Thm. A.1)."
-    sigma, sensitivity = _check_positive("sigma", sigma), _check_positive("sensitivity", sensitivity)
-    return SelfComposedDpEvent(GaussianDpEvent(sigma / sensitivity), _check_count("count", count))
+    sigma, sensitivity = check_positive("sigma", sigma), check_positive("sensitivity", sensitivity)
+    return SelfComposedDpEvent(GaussianDpEvent(sigma / sensitivity), check_count("count", count))
 
 # %% ../nbs/01_privacy.ipynb #b8c16825
 def tree_levels(length:int, # stream length Sigma of one period
                ) -> int:
     "Number of tree nodes one step can touch: floor(log2 Sigma) + 1 (binary decomposition; KLT Alg. 1, fixed)."
-    return _check_count("length", length).bit_length()
+    return check_count("length", length).bit_length()
 
 def tree_event(sigma:float, # noise standard deviation per node and coordinate
                sensitivity:float, # per-step (increment) L2 sensitivity s
@@ -178,7 +160,7 @@ class GaussianAccountant(PrivacyAccountant):
 
     def get_delta(self, target_epsilon:float) -> float:
         if self.nonprivate: return 1.0
-        return 0.0 if self.mu2 == 0 else _gaussian_delta(1.0, _check_positive("epsilon", target_epsilon), math.sqrt(self.mu2))
+        return 0.0 if self.mu2 == 0 else _gaussian_delta(1.0, check_positive("epsilon", target_epsilon), math.sqrt(self.mu2))
 
 
 # %% ../nbs/01_privacy.ipynb #5f889a45
@@ -200,11 +182,11 @@ def epsilon_of(event:DpEvent, # what was released: Gaussian events (composed, se
               ) -> float:
     "The epsilon of `event` at `delta`: exactly (μ-GDP, 'pld') or by dp-accounting's RDP accountant ('rdp')."
     acc = make_accountant(accountant)
-    return float(acc.compose(event).get_epsilon(_check_delta(delta)))
+    return float(acc.compose(event).get_epsilon(check_delta(delta)))
 
 
 # %% ../nbs/01_privacy.ipynb #51c3bf1f
-def _round_up(x:float, digits:int=7) -> float:
+def round_up(x:float, digits:int=7) -> float:
     "x rounded up to `digits` significant digits."
     scale = 10.0 ** (digits - 1 - math.floor(math.log10(x)))
     return math.ceil(x * scale) / scale
@@ -216,12 +198,12 @@ def calibrate(make_event:Callable[[float], DpEvent], # sigma -> the DpEvent of t
               guess:float=1.0, # scale of sigma for the bracket search (any positive value works; closer is faster)
              ) -> float:
     "Smallest sigma (rounded up) with epsilon_of(make_event(sigma), delta) <= epsilon (dp_accounting.calibrate_dp_mechanism)."
-    epsilon, delta = _check_positive("epsilon", epsilon), _check_delta(delta)
-    guess = _check_positive("guess", guess)
+    epsilon, delta = check_positive("epsilon", epsilon), check_delta(delta)
+    guess = check_positive("guess", guess)
     make_accountant(accountant)  # validates the name
     sigma = calibrate_dp_mechanism(lambda: make_accountant(accountant), make_event, epsilon, delta,
                                    LowerEndpointAndGuess(1e-6 * guess, guess), tol=1e-9 * guess)
-    sigma = _round_up(sigma)
+    sigma = round_up(sigma)
     achieved = epsilon_of(make_event(sigma), delta, accountant)
     if achieved > epsilon:  # an explicit check, not an `assert` that `python -O` would strip
         raise RuntimeError(f"Calibration failed: epsilon(sigma={sigma}) = {achieved} > target {epsilon}. Please report this.")
@@ -235,7 +217,7 @@ def calibrate_gaussian(epsilon:float, # target epsilon
                        accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (exact) or 'rdp'
                       ) -> float:
     "Noise sigma for k composed Gaussian releases meeting (epsilon, delta) (Dwork & Roth 2014, Thm. A.1; Mironov 2017)."
-    sensitivity, k = _check_positive("sensitivity", sensitivity), _check_count("compositions", compositions)
+    sensitivity, k = check_positive("sensitivity", sensitivity), check_count("compositions", compositions)
     return calibrate(lambda sigma: gaussian_event(sigma, sensitivity, k), epsilon, delta, accountant,
                      guess=zcdp_gaussian_sigma(epsilon, delta, sensitivity * math.sqrt(k)))
 
@@ -246,13 +228,13 @@ def calibrate_tree(epsilon:float, # target epsilon
                    accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (exact) or 'rdp'
                   ) -> float:
     "Per-node noise sigma for the tree mechanism with a fresh tree per period (KLT Prop. 2.5, ZTC Lemma C.1)."
-    sensitivity, levels = _check_positive("sensitivity", sensitivity), tree_levels(length)
+    sensitivity, levels = check_positive("sensitivity", sensitivity), tree_levels(length)
     return calibrate(lambda sigma: tree_event(sigma, sensitivity, length), epsilon, delta, accountant,
                      guess=zcdp_gaussian_sigma(epsilon, delta, sensitivity * math.sqrt(levels)))
 
 # %% ../nbs/01_privacy.ipynb #e762323b
 RELEASE_EVENTS = {"gaussian": gaussian_event, "tree": tree_event}
-_RELEASE_WEIGHTS = {"gaussian": lambda n: _check_count("count", n), "tree": tree_levels}  # w_i per kind
+_RELEASE_WEIGHTS = {"gaussian": lambda n: check_count("count", n), "tree": tree_levels}  # w_i per kind
 
 def composition_sensitivity(specs:list, # [(kind, sensitivity, count_or_length), ...]
                            ) -> float:
@@ -263,7 +245,7 @@ def composition_sensitivity(specs:list, # [(kind, sensitivity, count_or_length),
         if not (isinstance(spec, tuple) and len(spec) == 3 and spec[0] in RELEASE_EVENTS):
             raise ValueError(f"Each spec must be (kind, sensitivity, n) with kind in {sorted(RELEASE_EVENTS)}. Found {spec!r}.")
         kind, s, n = spec
-        total += _RELEASE_WEIGHTS[kind](n) * _check_positive("sensitivity", s) ** 2
+        total += _RELEASE_WEIGHTS[kind](n) * check_positive("sensitivity", s) ** 2
     return math.sqrt(total)
 
 def calibrate_composition(specs:list, # [(kind, sensitivity, count_or_length), ...] with kind 'gaussian' or 'tree'

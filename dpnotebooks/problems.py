@@ -14,8 +14,8 @@ from .backend import get_xp, asarray, to_numpy, make_rng
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'PROBLEMS', 'Dataset', 'normalize_rows', 'with_data', 'scale_records',
            'load_sklearn', 'load_file', 'check_points', 'Problem', 'LinearModel', 'RobustRegression', 'PhaseRetrieval',
-           'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle', 'list_problems', 'get_problem',
-           'check_loss']
+           'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle', 'saddle_base', 'saddle_base_grad',
+           'list_problems', 'get_problem', 'check_loss']
 
 # %% ../nbs/04_problems.ipynb #a8508abd
 class Dataset:
@@ -371,21 +371,21 @@ class Saddle(Problem):
         return Dataset(z, np.zeros(n), "rademacher")
 
 # %% ../nbs/04_problems.ipynb #cbaaaf56
-def _saddle_base(self, X):
+def saddle_base(self, X):
     xp = get_xp()
     return self.a * xp.cos(X[..., 0]) + self.b * (1 - xp.cos(X[..., 1:])).sum(-1)
 
-def _saddle_base_grad(self, X):
+def saddle_base_grad(self, X):
     xp = get_xp(); g = self.b * xp.sin(X)
     return xp.concatenate([-self.a * xp.sin(X[..., :1]), g[..., 1:]], axis=-1)
 
-def _saddle_value(self, X, batch): return _saddle_base(self, X)[:, None] + self.s * (self.c * get_xp().sin(X)) @ batch.A.T
+def _saddle_value(self, X, batch): return saddle_base(self, X)[:, None] + self.s * (self.c * get_xp().sin(X)) @ batch.A.T
 def _saddle_value_each(self, X, batch):
-    return _saddle_base(self, X) + self.s * get_xp().einsum("bkd,bd->bk", self.c * get_xp().sin(X), batch.A)
+    return saddle_base(self, X) + self.s * get_xp().einsum("bkd,bd->bk", self.c * get_xp().sin(X), batch.A)
 def _saddle_grad(self, X, batch):
-    return _saddle_base_grad(self, X)[:, None, :] + self.s * (self.c * get_xp().cos(X))[:, None, :] * batch.A[None]
+    return saddle_base_grad(self, X)[:, None, :] + self.s * (self.c * get_xp().cos(X))[:, None, :] * batch.A[None]
 def _saddle_grad_each(self, X, batch):
-    return _saddle_base_grad(self, X) + self.s * self.c * get_xp().cos(X) * batch.A[:, None, :]
+    return saddle_base_grad(self, X) + self.s * self.c * get_xp().cos(X) * batch.A[:, None, :]
 
 Saddle.value, Saddle.value_each, Saddle.grad, Saddle.grad_each = _saddle_value, _saddle_value_each, _saddle_grad, _saddle_grad_each
 
@@ -412,7 +412,7 @@ def _saddle_hess_each(self, x, batch):
 
 def _saddle_phi(self) -> float:
     "Φ = F(x0) − inf F = F(x0) + a for the population F (LT note, problem P1)."
-    return float(to_numpy(_saddle_base(self, self.x0[None]))[0]) + self.a
+    return float(to_numpy(saddle_base(self, self.x0[None]))[0]) + self.a
 
 Saddle.hess_each, Saddle.Phi = _saddle_hess_each, property(_saddle_phi)
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import math, time
 import numpy as np
 from .backend import to_numpy, asarray
-from .privacy import _check_positive, _check_delta, DEFAULT_ACCOUNTANT
-from .ledger import Ledger, Result, check_budget, calibrate_ledger
+from .privacy import DEFAULT_ACCOUNTANT
+from .validation import check_positive, check_delta
+from .ledger import Ledger, calibrate_ledger
 from .streams import DataStream, MultiPassView
-from .minimize import (Plan, InsufficientDataError, n_for_rate, _target,
-                                  Algorithm, register, DATA_STREAM, ORACLE_STREAM)
+from .registry import (Plan, InsufficientDataError, n_for_rate, choose_target, Algorithm, RunOutput, register,
+                                  DATA_STREAM, ORACLE_STREAM)
 from .spiderboost import (spiderboost_parameters, spider_noise_ratio, spiderboost_step_size, calibrate_spiderboost, spiderboost_releases, private_spiderboost, tree_spider_parameters,
                                      tree_spider_releases, tree_spider, tree_samples_per_round)
 from .convex_glm import recursive_regularization, recursive_regularization_releases, jl_method, jl_dimension
@@ -26,8 +27,8 @@ __all__ = ['spider_rate', 'spider_n_min', 'spider_recipe', 'tree_spider_rate', '
 def _check_smooth(n, d, epsilon, delta, L, Phi, L1):
     if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"`n` must be an integer >= 2. Found {n!r}.")
     if not (isinstance(d, (int, np.integer)) and d >= 1): raise ValueError(f"`d` must be a positive integer. Found {d!r}.")
-    _check_positive("epsilon", epsilon); _check_delta(delta)
-    for name, v in (("L", L), ("Phi", Phi), ("L1", L1)): _check_positive(name, v)
+    check_positive("epsilon", epsilon); check_delta(delta)
+    for name, v in (("L", L), ("Phi", Phi), ("L1", L1)): check_positive(name, v)
 
 def _first_n(ok, n_max:int=10**12) -> int:
     "Smallest n ≥ 2 with ok(n) (doubling, then bisection; ok is monotone up to rounding, then a local scan)."
@@ -43,12 +44,12 @@ def _first_n(ok, n_max:int=10**12) -> int:
     return hi
 
 def _smooth_target(rate, n, beta, name, theorem, n_min):
-    "Like `_target`, and also refuse when n is below the theorem's own condition n_min."
+    "Like `choose_target`, and also refuse when n is below the theorem's own condition n_min."
     if n < n_min:
         need = n_min if beta is None else max(n_min, n_for_rate(rate, beta))
         raise InsufficientDataError(f"{name}: {theorem} needs n >= {n_min} for these (d, epsilon, delta, L, L1, Phi); found n = {n}. "
                                     f"Use at least {need} samples or a larger epsilon.")
-    beta, need, chosen = _target(rate, n, beta, name)
+    beta, need, chosen = choose_target(rate, n, beta, name)
     return beta, max(need, n_min), chosen
 
 # %% ../nbs/32_smooth_algorithms.ipynb #25591934
@@ -105,17 +106,14 @@ def _check_L1(problem, L1, name):
     if L1 < s: raise ValueError(f"{name}: the plan's L1 = {L1:g} is below the problem's declared smoothness {s:g}. Pass L1 >= {s:g} "
                                 "(a public bound; the step size and the difference clip bounds rest on it).")
 
-def _run_spider(problem, plan, rng, seed, x0, progress, t0, ck=None):
-    "Runner of `abggmu-spider`: budget check, data check, Alg. 1 on a `MultiPassView`, a `Result`."
+def _run_spider(problem, plan, rng, x0, progress, ck) -> RunOutput:
+    "Runner of `abggmu-spider`: the L1 check, then Alg. 1 on a `MultiPassView` (`minimize` has checked the budget)."
     _check_L1(problem, plan.C2, "abggmu-spider")
-    ledger = _spider_ledger(plan)
-    check_budget(ledger, plan.epsilon, plan.delta, plan.accountant)      # refuse before any data is read
     view = MultiPassView(problem.data)
     out = private_spiderboost(problem, view, plan.T, plan.period, plan.B1, plan.B2, plan.eta, *_spider_sigmas(plan),
                               plan.C1, plan.C2, rng=rng.child(ORACLE_STREAM), w0=x0, checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, x_last=out.w_last, g_norms=out.grad_norms)
-    return Result(out.w, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant, int((view.uses > 0).sum()),
-                  view.max_uses, out.clip.diagnostics(), trace, time.perf_counter() - t0)
+    return RunOutput(out.w, int((view.uses > 0).sum()), view.max_uses, out.clip.diagnostics(), trace)
 
 # %% ../nbs/32_smooth_algorithms.ipynb #fd664ebf
 def tree_spider_rate(n, d, epsilon, L0=1.0) -> float:
@@ -146,7 +144,7 @@ def tree_spider_recipe(n:int, d:int, epsilon:float, delta:float,
     n_min = _first_n(lambda k: _tree_ok(k, d, epsilon, delta, L, L1, Phi))
     beta, need, chosen = _smooth_target(rate, n, beta, "abggmu-tree-spider", "ABGGMU Thm 4", n_min)
     s = tree_spider_parameters(n, d, epsilon, delta, L, L1, Phi, p)
-    at = beta / 3 if alpha_tilde is None else (s["alpha_tilde"] if alpha_tilde == "paper" else _check_positive("alpha_tilde", alpha_tilde))
+    at = beta / 3 if alpha_tilde is None else (s["alpha_tilde"] if alpha_tilde == "paper" else check_positive("alpha_tilde", alpha_tilde))
     z = calibrate_ledger(tree_spider_releases(s["D"], s["b"], s["beta"], L, 2 * L / s["b"], 2 * s["beta"] * 2 ** (s["D"] / 2) / s["b"]),
                           epsilon, delta, accountant)                  # every node: the same multiplier σ/sensitivity
     errata = ("Thm 4: β = α·min{1, ε√(b/d)} (erratum 4)", "Thm 4: b = max{n^{2/3}, √n d^{1/4}/√ε}, rounded to D·2^(D+1)",
@@ -163,11 +161,9 @@ def _tree_ledger(plan, z) -> Ledger:
     D, b, bs = plan.extra["depth"], plan.B1, plan.extra["beta_step"]
     return tree_spider_releases(D, b, bs, plan.C1, z * 2 * plan.C1 / b, z * 2 * bs * 2 ** (D / 2) / b)
 
-def _run_tree_spider(problem, plan, rng, seed, x0, progress, t0, ck=None):
-    "Runner of `abggmu-tree-spider`: budget check, data check, Alg. 2 on a single-pass `DataStream`, a `Result`."
+def _run_tree_spider(problem, plan, rng, x0, progress, ck) -> RunOutput:
+    "Runner of `abggmu-tree-spider`: the L1 and data-size checks, then Alg. 2 on a single-pass `DataStream`."
     _check_L1(problem, plan.C2, "abggmu-tree-spider")
-    ledger = _tree_ledger(plan, plan.sigma)
-    check_budget(ledger, plan.epsilon, plan.delta, plan.accountant)
     D, b = plan.extra["depth"], plan.B1
     need = plan.T * tree_samples_per_round(D, b)
     if need > len(problem.data):
@@ -178,8 +174,7 @@ def _run_tree_spider(problem, plan, rng, seed, x0, progress, t0, ck=None):
                       plan.sigma * 2 * plan.extra["beta_step"] * 2 ** (D / 2) / b, plan.extra["alpha_tilde"], rng=rng.child(ORACLE_STREAM),
                       w0=x0, step_after_last_leaf=plan.extra["step_after_last_leaf"], checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, stopped=out.stopped, round=out.round, leaf=out.leaf, leaves=out.leaves)
-    return Result(out.w, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant, stream.samples_used, stream.max_uses,
-                  out.clip.diagnostics(), trace, time.perf_counter() - t0)
+    return RunOutput(out.w, stream.samples_used, stream.max_uses, out.clip.diagnostics(), trace)
 
 # %% ../nbs/32_smooth_algorithms.ipynb #d1e20149
 def convex_rate(n, d, epsilon, L0=1.0) -> float:
@@ -217,9 +212,9 @@ def convex_recipe(n:int, d:int, epsilon:float, delta:float,
                   warm_start:bool=False, # NoisyGD starts stage t at w̄_{t−1} (default 0, as printed)
                  ) -> Plan:
     "Parameters of recursive regularization + NoisyGD, ABGGMU Thm 5 (Alg. 3 + Alg. 7) with erratum 6; σ_t from the accountant."
-    _check_smooth(n, d, epsilon, delta, L, Phi, L1); _check_positive("radius", radius)
+    _check_smooth(n, d, epsilon, delta, L, Phi, L1); check_positive("radius", radius)
     rate = lambda k: c_rate * convex_rate(k, d, epsilon, L)
-    beta, need, chosen = _target(rate, n, beta, "abggmu-convex")
+    beta, need, chosen = choose_target(rate, n, beta, "abggmu-convex")
     s = convex_schedule(n, d, epsilon, delta, L, L1, radius, K_max)
     plan = Plan("abggmu-convex", "ABGGMU Thm 5 (Alg. 3 + Alg. 7, recursive regularization with NoisyGD)", n, d, float(epsilon),
                 float(delta), float(alpha or 0.0), beta, float(L), float(Phi), s["T"], float(radius), 1, 0.0, s["m"], s["m"], s["m"], 1,
@@ -240,13 +235,11 @@ def _convex_ledger(plan, z, stages:int|None=None) -> Ledger:
     full = recursive_regularization_releases(plan.T * plan.B1, plan.T, plan.C1, _convex_sigmas(plan, z), K=list(plan.extra["K"]))
     return full if stages is None else Ledger(full.releases[:max(stages, 0)])
 
-def _run_convex(problem, plan, rng, seed, x0, progress, t0, ck=None):
-    "Runner of `abggmu-convex`: convexity and L1 checks, budget check, data check, Alg. 3 on disjoint chunks of a `DataStream`."
+def _run_convex(problem, plan, rng, x0, progress, ck) -> RunOutput:
+    "Runner of `abggmu-convex`: convexity, L1 and stage checks, then Alg. 3 on disjoint chunks of a `DataStream`."
     if not getattr(problem, "convex", False): raise ValueError(f"abggmu-convex needs a convex loss; {type(problem).__name__} is not marked convex. Use abggmu-spider.")
     _check_L1(problem, plan.C2, "abggmu-convex")
     if len(plan.extra["K"]) != plan.T: raise ValueError(f"abggmu-convex: the plan has T = {plan.T} stages but {len(plan.extra['K'])} values of K; override K via the recipe.")
-    ledger = _convex_ledger(plan, plan.sigma)
-    check_budget(ledger, plan.epsilon, plan.delta, plan.accountant)
     if len(problem.data) // plan.T != plan.B1:
         raise ValueError(f"abggmu-convex: the plan's stage size m = {plan.B1} must be ⌊n/T⌋ = {len(problem.data) // plan.T} (every sample in one stage).")
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
@@ -254,8 +247,7 @@ def _run_convex(problem, plan, rng, seed, x0, progress, t0, ck=None):
                                    _convex_sigmas(plan, plan.sigma), K=list(plan.extra["K"]), L1=plan.C2,
                                    warm_start=plan.extra["warm_start"], rng=rng.child(ORACLE_STREAM), checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, stage_outputs=out.stage_outputs, stages_per_sample=stream.max_uses)
-    return Result(out.w, ledger, plan.epsilon, plan.delta, rng.seeded, seed, plan.accountant, stream.samples_used,
-                  stream.max_uses * max(plan.extra["K"]), out.clip.diagnostics(), trace, time.perf_counter() - t0)
+    return RunOutput(out.w, stream.samples_used, stream.max_uses * max(plan.extra["K"]), out.clip.diagnostics(), trace)
 
 # %% ../nbs/32_smooth_algorithms.ipynb #a01564c3
 _GLM_BASES = {"abggmu-spider": (lambda *a, **k: spider_recipe(*a, **k)), "abggmu-convex": (lambda *a, **k: convex_recipe(*a, **k))}
@@ -279,13 +271,13 @@ def glm_recipe(n:int, d:int, epsilon:float, delta:float,
                                       "it is never computed from the data, since that would leak information.")
     if not (isinstance(rank, (int, np.integer)) and rank >= 1): raise ValueError(f"`rank` must be a positive integer. Found {rank!r}.")
     if base not in _GLM_BASES: raise ValueError(f"`base` must be one of {', '.join(_GLM_BASES)}. Found {base!r}.")
-    _check_smooth(n, d, epsilon, delta, L, Phi, L1); _check_positive("x_norm", x_norm)
+    _check_smooth(n, d, epsilon, delta, L, Phi, L1); check_positive("x_norm", x_norm)
     L0k, L1k = math.sqrt(2) * x_norm * L, 2 * x_norm**2 * L1            # the projected problem's constants (rows clipped to √2||X||)
     kdim = lambda k: jl_dimension(rank, int(k), delta, c_jl)
     base_rate = ((lambda k: spider_rate(k, kdim(k), epsilon, delta, L0k, L1k, Phi)) if base == "abggmu-spider"
                  else (lambda k: convex_rate(k, kdim(k), epsilon, L0k)))
     rate = lambda k: c_rate * (L * x_norm / math.sqrt(k) + base_rate(k))  # Thm 6: uniform convergence + A's bound in R^k
-    beta, need, chosen = _target(rate, n, beta, "abggmu-glm")
+    beta, need, chosen = choose_target(rate, n, beta, "abggmu-glm")
     k = kdim(n)
     n_min = spider_n_min(k, epsilon, delta, L0k, L1k, Phi) if base == "abggmu-spider" else 0   # the base's own condition in R^k
     bp = _GLM_BASES[base](n, k, epsilon, delta, alpha, None, L0k, Phi, accountant=accountant, L1=L1k, **base_constants)
@@ -301,37 +293,36 @@ _BASE_RUN = {"abggmu-spider": lambda *a: _run_spider(*a), "abggmu-convex": lambd
 _BASE_LEDGER_AT = {"abggmu-spider": lambda plan, s: _spider_ledger(plan, s), "abggmu-convex": lambda plan, s: _convex_ledger(plan, plan.sigma, s)}
 _BASE_LEDGER = {"abggmu-spider": lambda plan, z: _spider_ledger(plan._replace(sigma=z)), "abggmu-convex": lambda plan, z: _convex_ledger(plan, z)}
 
-def _run_glm(problem, plan, rng, seed, x0, progress, t0, ck=None):
-    "Runner of `abggmu-glm`: budget check before the projection, then Alg. 4 (`jl_method`) with the base runner in R^k."
+def _run_glm(problem, plan, rng, x0, progress, ck) -> RunOutput:
+    "Runner of `abggmu-glm`: Alg. 4 (`jl_method`) with the base runner in R^k (`minimize` has checked the budget)."
     from dpnotebooks.problems import LinearModel
     if not isinstance(problem, LinearModel): raise ValueError(f"abggmu-glm needs a GLM (`LinearModel`). Found {type(problem).__name__}.")
     base, k = plan.extra["base"], plan.extra["k"]
     _check_L1(problem, plan.extra["L1_link"], "abggmu-glm")
-    check_budget(_BASE_LEDGER[base](plan, plan.sigma), plan.epsilon, plan.delta, plan.accountant)
     runs = []
     def solve(proj, r):
-        runs.append(_BASE_RUN[base](proj, plan._replace(d=k), r, seed, np.zeros(k), progress, t0, ck)); return runs[-1].x
+        runs.append(_BASE_RUN[base](proj, plan._replace(d=k), r, np.zeros(k), progress, ck)); return runs[-1].x
     out = jl_method(problem, k, solve, x_norm=plan.extra["x_norm"], rng=rng.child(ORACLE_STREAM))
     res = runs[-1]
     trace = dict(res.trace, algorithm=plan.algorithm, plan=plan, w_tilde=out.w_tilde)
     nonprivate = dict(res.nonprivate or {}, rows_projected_back=out.clip.clipped, rows_nonfinite_zeroed=out.clip.nonfinite)
-    return res._replace(x=out.w, seeded=rng.seeded, trace=trace, nonprivate=nonprivate, seconds=time.perf_counter() - t0)
+    return res._replace(x=out.w, trace=trace, nonprivate=nonprivate)
 
 # %% ../nbs/32_smooth_algorithms.ipynb #0bbc65ba
 for _alg in (
-    Algorithm("abggmu-spider", "ABGGMU Thm 1/9: Private SpiderBoost (ERM), Poisson batches, noise ∝ step length", spider_recipe, None,
+    Algorithm("abggmu-spider", "ABGGMU Thm 1/9: Private SpiderBoost (ERM), Poisson batches, noise ∝ step length", spider_recipe,
               access="multi-pass", run=lambda *a: _run_spider(*a), unit_ledger=lambda problem, plan: _spider_ledger(plan._replace(sigma=1.0)),
               stationarity="gradient", ledger_at=lambda problem, plan, s: _spider_ledger(plan, s), planned=lambda problem, plan: _spider_ledger(plan)),
     Algorithm("abggmu-tree-spider", "ABGGMU Thm 3/4: tree-based private Spider (population), single pass, disjoint nodes", tree_spider_recipe,
-              None, access="single-pass", run=lambda *a: _run_tree_spider(*a), unit_ledger=lambda problem, plan: _tree_ledger(plan, 1.0),
+              access="single-pass", run=lambda *a: _run_tree_spider(*a), unit_ledger=lambda problem, plan: _tree_ledger(plan, 1.0),
               stationarity="gradient", ledger_at=lambda problem, plan, s: _tree_ledger(plan, plan.sigma) if s >= 1 else Ledger(),
               planned=lambda problem, plan: _tree_ledger(plan, plan.sigma)),
     Algorithm("abggmu-convex", "ABGGMU Thm 5: recursive regularization + NoisyGD (convex population), disjoint stages", convex_recipe,
-              None, access="multi-pass", run=lambda *a: _run_convex(*a), unit_ledger=lambda problem, plan: _convex_ledger(plan, 1.0),
+              access="multi-pass", run=lambda *a: _run_convex(*a), unit_ledger=lambda problem, plan: _convex_ledger(plan, 1.0),
               stationarity="gradient", ledger_at=lambda problem, plan, s: _convex_ledger(plan, plan.sigma, s),
               planned=lambda problem, plan: _convex_ledger(plan, plan.sigma)),
     Algorithm("abggmu-glm", "ABGGMU Thm 6/Cor 1: JL method for GLMs (public rank bound) over abggmu-spider or abggmu-convex", glm_recipe,
-              None, access="multi-pass", run=lambda *a: _run_glm(*a),
+              access="multi-pass", run=lambda *a: _run_glm(*a),
               unit_ledger=lambda problem, plan: _BASE_LEDGER[plan.extra["base"]](plan, 1.0), stationarity="gradient",
               ledger_at=lambda problem, plan, s: _BASE_LEDGER_AT[plan.extra["base"]](plan, s),
               planned=lambda problem, plan: _BASE_LEDGER[plan.extra["base"]](plan, plan.sigma)),

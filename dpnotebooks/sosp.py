@@ -10,14 +10,15 @@ import math, numbers
 from typing import NamedTuple
 import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
-from .privacy import _check_positive, _check_delta, _check_count, calibrate_tree, calibrate_gaussian, tree_levels, DEFAULT_ACCOUNTANT
+from .validation import check_positive, check_delta, check_count, check_bound
+from .privacy import calibrate_tree, calibrate_gaussian, tree_levels, DEFAULT_ACCOUNTANT
 from .ledger import Release, Ledger
-from .clipping import Clipped, ClipCounter, _check_bound, zero_nonfinite
+from .clipping import Clipped, ClipCounter, zero_nonfinite
 from .streams import DataStream
 from .tree import TreeMechanism
 from .checkpoint import Checkpointer, restore_into
-from .o2nc import stop_if_nonfinite
-from .spiderboost import clipped_mean_gradient, clipped_mean_difference, _chunks
+from .faults import stop_if_nonfinite
+from .spiderboost import clipped_mean_gradient, clipped_mean_difference, row_chunks
 
 # %% auto #0
 __all__ = ['SOSP_STREAM', 'hessians_each', 'op_norms', 'clip_matrices', 'clipped_mean_hessian', 'clipped_mean_hessian_difference',
@@ -51,7 +52,7 @@ def clip_matrices(H, # symmetric per-sample matrices, shape (b, d, d)
                   bound:float, # operator-norm bound
                  ) -> Clipped:
     "Scale every matrix of operator norm above `bound` down to `bound` (per-sample Hessian clipping)."
-    _check_bound(bound); xp = get_xp(); H, bad = zero_nonfinite(asarray(H), (-2, -1))    # a NaN/inf matrix is zeroed
+    check_bound(bound); xp = get_xp(); H, bad = zero_nonfinite(asarray(H), (-2, -1))    # a NaN/inf matrix is zeroed
     top = xp.maximum(xp.max(xp.abs(H), axis=(-2, -1)), xp.finfo(H.dtype).tiny)      # no overflow: norms of H/top, times top
     norms = top * op_norms(H / top[:, None, None])
     over = norms > bound * (1 + 1e-12)
@@ -68,7 +69,7 @@ def clipped_mean_hessian(problem, # a `Problem`
     "Oracle O3 of LT Alg. 4: the batch mean of per-sample Hessians, each clipped to operator norm M."
     xp, d, m = get_xp(), int(problem.dim), len(batch)
     total, count = xp.zeros((d, d)), ClipCounter()
-    for lo, hi in _chunks(m, d, d):
+    for lo, hi in row_chunks(m, d, d):
         c = clip_matrices(hessians_each(problem, x, batch[lo:hi]), M)
         total, count = total + c.values.sum(axis=0), count.add(c)
     return total / (b if b is not None else max(m, 1)), count
@@ -83,7 +84,7 @@ def clipped_mean_hessian_difference(problem, # a `Problem`
     "Oracle O4 of LT Alg. 4: the batch mean of per-sample Hessian differences, each clipped to operator norm ρ||Δx||."
     xp, d, m = get_xp(), int(problem.dim), len(batch)
     total, count = xp.zeros((d, d)), ClipCounter()
-    for lo, hi in _chunks(m, d, 2 * d):
+    for lo, hi in row_chunks(m, d, 2 * d):
         sub = batch[lo:hi]
         c = clip_matrices(hessians_each(problem, x, sub) - hessians_each(problem, x_prev, sub), bound)
         total, count = total + c.values.sum(axis=0), count.add(c)
@@ -144,7 +145,7 @@ def escape(g, H, x_anchor, # frozen gradient (d,), Hessian (d, d) and anchor (d,
           ) -> EscapeOutput:
     "LT Algorithm 2 (escape from saddle point), R independent runs from the anchor; no data is read."
     d = int(asarray(x_anchor).shape[0])
-    noise = make_rng(rng).normal((_check_count("Gamma", Gamma), _check_count("R", R), d), scale=sigma, dtype=NOISE_DTYPE)
+    noise = make_rng(rng).normal((check_count("Gamma", Gamma), check_count("R", R), d), scale=sigma, dtype=NOISE_DTYPE)
     X = get_xp().broadcast_to(asarray(x_anchor), (R, d))
     return escape_steps(g, H, x_anchor, X, eta, Xi, noise, record)
 
@@ -163,9 +164,9 @@ class SOSPParams(NamedTuple):
     iota: float = 0.1
 
 def _check_sosp(d, epsilon, delta, G, M, rho, B, alpha, private):
-    _check_count("d", d)
-    for name, v in (("G", G), ("M", M), ("rho", rho), ("B", B), ("alpha", alpha)): _check_positive(name, v)
-    if private: _check_positive("epsilon", epsilon); _check_delta(delta)
+    check_count("d", d)
+    for name, v in (("G", G), ("M", M), ("rho", rho), ("B", B), ("alpha", alpha)): check_positive(name, v)
+    if private: check_positive("epsilon", epsilon); check_delta(delta)
     if alpha > M**2 / rho:
         raise ValueError(f"alpha = {alpha:g} exceeds M²/ρ = {M**2 / rho:g}: then √(ρα) > M and no point is a saddle. Use a smaller alpha.")
 
@@ -182,11 +183,11 @@ def sosp_parameters(d:int, # dimension
                     accountant:str=DEFAULT_ACCOUNTANT,
                    ) -> SOSPParams:
     "The explicit calibration of the note's §2.9 for LT Alg. 3, with z_tree and z_esc from the accountant."
-    _check_sosp(d, epsilon, delta, G, M, rho, B, alpha, private); _check_count("tau", tau); _check_positive("iota", iota)
-    gamma = alpha / _check_positive("c_gamma", c_gamma)
+    _check_sosp(d, epsilon, delta, G, M, rho, B, alpha, private); check_count("tau", tau); check_positive("iota", iota)
+    gamma = alpha / check_positive("c_gamma", c_gamma)
     Xi, Gamma = math.sqrt(alpha / rho), escape_length(alpha, gamma, d, M, rho, iota)
     kappa = max(alpha * math.sqrt(d) / epsilon if private else 0.0, (B * G * M) ** (1 / 3))
-    T = max(2, math.ceil(_check_positive("c_T", c_T) * B * M / gamma**2))
+    T = max(2, math.ceil(check_positive("c_T", c_T) * B * M / gamma**2))
     sigma_esc = max(gamma / (2 * math.sqrt(d)), gamma / math.sqrt(d * math.log(Gamma / iota)))
     gamma_s, kappa_s = gamma / 2, math.sqrt(rho * alpha) / 4
     if private:

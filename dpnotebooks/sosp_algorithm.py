@@ -9,10 +9,10 @@ from __future__ import annotations
 import math, time, warnings
 from functools import lru_cache, partial
 import numpy as np
-from .privacy import _check_positive, _check_delta, DEFAULT_ACCOUNTANT
-from .ledger import Result, check_budget
+from .privacy import DEFAULT_ACCOUNTANT
+from .validation import check_positive, check_delta
 from .streams import DataStream
-from .minimize import (Plan, InsufficientDataError, Algorithm, register, DATA_STREAM, ORACLE_STREAM)
+from .registry import Plan, InsufficientDataError, Algorithm, RunOutput, register, DATA_STREAM, ORACLE_STREAM
 import dpnotebooks.sosp as sosp
 from .sosp import SOSPParams, sosp_parameters, sosp_releases, sosp_samples_estimate, lt_sosp, lt_sosp_rate
 
@@ -54,8 +54,8 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
         raise ValueError("lt-sosp needs a twice-differentiable loss and PUBLIC bounds M (smoothness) and rho (Hessian-Lipschitz), "
                          "e.g. --set M=1 --set rho=1; `plan_run` takes them from the problem's declared constants, and this problem "
                          "declares none (is it smooth?).")
-    if private: _check_positive("epsilon", epsilon); _check_delta(delta)
-    for name, v in (("L", L), ("Phi", Phi), ("M", M), ("rho", rho)): _check_positive(name, v)
+    if private: check_positive("epsilon", epsilon); check_delta(delta)
+    for name, v in (("L", L), ("Phi", Phi), ("M", M), ("rho", rho)): check_positive(name, v)
     make = lambda a: _params(int(d), float(epsilon) if private else None, float(delta) if private else None, float(L), float(M),
                              float(rho), float(Phi), float(a), float(iota), float(c_gamma), float(c_T), int(tau), bool(private), accountant)
     a_max = min(float(L), M**2 / rho)
@@ -66,7 +66,7 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
             raise InsufficientDataError(f"lt-sosp: n = {n} samples are too few for any alpha <= {a_max:.3g} (= min(G, M²/ρ)) in the worst "
                                         f"case of Lemma 3.15, which needs {sosp_samples_estimate(make(a_max))} samples there. Use more data, "
                                         "or give alpha explicitly to run on fewer samples without the worst-case guarantee.")
-    p = make(_check_positive("alpha", target))
+    p = make(check_positive("alpha", target))
     need, n_min = sosp_samples_estimate(p), 4 * p.b + 2 * p.T
     if n < n_min:
         afford = lt_sosp_alpha_for(int(n), make, a_max)
@@ -102,8 +102,8 @@ def _refuse_fields(problem, plan):
     raise ValueError("lt-sosp: plan fields cannot be overridden (T, b, σ's and Γ depend on each other and on the budget). "
                      "Override the recipe constants alpha, c_T, c_gamma, tau, iota, M or rho instead.")
 
-def _run_lt_sosp(problem, plan, rng, seed, x0, progress, t0, ck=None):
-    "Runner of `lt-sosp`: checks, budget, LT Alg. 3 on a single-pass `DataStream`, a `Result`."
+def _run_lt_sosp(problem, plan, rng, x0, progress, ck) -> RunOutput:
+    "Runner of `lt-sosp`: the smoothness and size checks, then LT Alg. 3 on a single-pass `DataStream` (`minimize` checked the budget)."
     p = SOSPParams(**plan.extra["params"]); _check_plan(plan, p)
     if not getattr(problem, "smooth", False):
         raise ValueError(f"{plan.algorithm} needs a twice-differentiable loss; {type(problem).__name__} is not smooth. "
@@ -113,8 +113,6 @@ def _run_lt_sosp(problem, plan, rng, seed, x0, progress, t0, ck=None):
             raise ValueError(f"{plan.algorithm}: the plan's {name} = {bound:g} is below the problem's declared constant {declared:g}. "
                              f"Pass {name} >= {declared:g} (a public bound the step size and the escape rest on).")
     if len(problem.data) != plan.n: raise ValueError(f"The plan is for n = {plan.n} samples but the data have {len(problem.data)}.")
-    ledger = sosp_releases(p)
-    if p.private: check_budget(ledger, plan.epsilon, plan.delta, plan.accountant)        # refuse before any data is read
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
     out = lt_sosp(problem, stream, p, rng=rng.child(ORACLE_STREAM), x0=x0, progress=progress, checkpoint=ck)
     both = out.grad_clip.add(out.hess_clip)
@@ -123,17 +121,16 @@ def _run_lt_sosp(problem, plan, rng, seed, x0, progress, t0, ck=None):
     trace = dict(algorithm=plan.algorithm, plan=plan, certified=out.certified, reason=out.reason, stopped=out.stopped,
                  anchors=[dict(a._asdict()) for a in out.anchors], steps=out.steps, refreshes=out.refreshes, x_last=out.x_last,
                  lambda_threshold=plan.extra["lambda_threshold"], transcript=out.transcript)
-    return Result(out.x, ledger, plan.epsilon if p.private else math.inf, plan.delta if p.private else 1e-5, rng.seeded, seed,
-                  plan.accountant, stream.samples_used, stream.max_uses,
-                  dict(both.diagnostics(), **out.grad_clip.diagnostics("grad_"), **out.hess_clip.diagnostics("hess_")), trace, time.perf_counter() - t0)
+    return RunOutput(out.x, stream.samples_used, stream.max_uses,
+                     dict(both.diagnostics(), **out.grad_clip.diagnostics("grad_"), **out.hess_clip.diagnostics("hess_")), trace)
 
 # %% ../nbs/33_sosp_algorithm.ipynb #5e02a76a
 _nonprivate_recipe = partial(lt_sosp_recipe, private=False)   # ε and δ are ignored
 for _alg in (
     Algorithm("lt-sosp", "LT Thm 3.17: adaptive-batch private Spider + saddle escape (second-order points), single pass, tree per refresh",
-              lt_sosp_recipe, None, access="single-pass", run=lambda *a: _run_lt_sosp(*a), unit_ledger=_refuse_fields, stationarity="sosp",
+              lt_sosp_recipe, access="single-pass", run=lambda *a: _run_lt_sosp(*a), unit_ledger=_refuse_fields, stationarity="sosp",
               planned=lambda problem, plan: sosp_releases(SOSPParams(**plan.extra["params"]))),
-    Algorithm("lt-sosp-nonprivate", "LT Alg. 3 without privacy noise (escape perturbation only): NOT private", _nonprivate_recipe, None,
+    Algorithm("lt-sosp-nonprivate", "LT Alg. 3 without privacy noise (escape perturbation only): NOT private", _nonprivate_recipe,
               private=False, access="single-pass", run=lambda *a: _run_lt_sosp(*a), unit_ledger=_refuse_fields, stationarity="sosp",
               planned=lambda problem, plan: sosp_releases(SOSPParams(**plan.extra["params"]))),
 ): register(_alg)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math, warnings
 import numpy as np
 from .backend import to_numpy
-from .problems import Saddle, _saddle_base, _saddle_base_grad
+from .problems import Saddle, saddle_base, saddle_base_grad
 from .streams import DataStream
 from .minimize import minimize
 from .sosp import sosp_parameters, lt_sosp, plot_escape
-from .experiments import RunStore, _executor
+from .experiments import RunStore, experiment_executor
 
 # %% auto #0
 __all__ = ['score_escape_run', 'sosp_escape_experiment', 'format_sosp_escape', 'plot_sosp_escape']
@@ -22,8 +22,8 @@ __all__ = ['score_escape_run', 'sosp_escape_experiment', 'format_sosp_escape', '
 def _population(prob, x) -> tuple:
     "Population ||∇F(x)||, λ_min(∇²F(x)) and F(x) of P1 (E z = 0, closed form)."
     X = np.asarray(to_numpy(x), dtype=float)[None]
-    return (float(np.linalg.norm(to_numpy(_saddle_base_grad(prob, X)))), float(to_numpy(prob.hessian_diag(X[0])).min()),
-            float(to_numpy(_saddle_base(prob, X))[0]))
+    return (float(np.linalg.norm(to_numpy(saddle_base_grad(prob, X)))), float(to_numpy(prob.hessian_diag(X[0])).min()),
+            float(to_numpy(saddle_base(prob, X))[0]))
 
 def _score(prob, res, mode:str, epsilon, seed:int, alpha:float) -> dict:
     gn, lam, F = _population(prob, res.x)
@@ -59,7 +59,7 @@ def sosp_escape_experiment(epsilons=(0.5, 1.0, 2.0, 4.0), # privacy levels of th
     store = RunStore(cache_path)                                          # finished runs of an earlier, stopped call are skipped
     key = lambda m, e, s: ("sosp-escape", m, e, int(s), int(n), int(d), float(alpha), float(delta))
     todo = [g for g in grid if key(*g) not in store]
-    with _executor(jobs, scheduler) as ex, tqdm(total=len(todo), desc="sosp-escape", disable=not progress) as bar:
+    with experiment_executor(jobs, scheduler) as ex, tqdm(total=len(todo), desc="sosp-escape", disable=not progress) as bar:
         if ex is None:
             for g in todo: store[key(*g)] = score_escape_run(*g, n, d, alpha, delta); bar.update()
         else:

@@ -10,25 +10,26 @@ import math, numbers
 from typing import NamedTuple
 import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
-from .privacy import _check_positive, _check_count, _check_delta, DEFAULT_ACCOUNTANT
+from .privacy import DEFAULT_ACCOUNTANT
+from .validation import check_positive, check_count, check_delta
 from .ledger import Release, Ledger, calibrate_ledger
 from .clipping import ClipCounter, clip_rows
 from .streams import DataStream, MultiPassView
 from .problems import Dataset, LinearModel
 from .checkpoint import Checkpointer, restore_into
-from .o2nc import stop_if_nonfinite
+from .faults import stop_if_nonfinite
 
 # %% auto #0
-__all__ = ['SPIDER_STREAM', 'clipped_mean_gradient', 'clipped_mean_difference', 'SpiderState', 'spider_init', 'spider_estimate',
-           'spider_step', 'checkpoint_count', 'spiderboost_releases', 'spider_noise_ratio', 'calibrate_spiderboost',
-           'spiderboost_parameters', 'spiderboost_step_size', 'SpiderBoostOutput', 'private_spiderboost',
-           'GemanMcClure', 'tree_samples_per_round', 'tree_spider_releases', 'tree_spider_parameters',
-           'TreeSpiderOutput', 'tree_spider']
+__all__ = ['SPIDER_STREAM', 'row_chunks', 'clipped_mean_gradient', 'clipped_mean_difference', 'SpiderState', 'spider_init',
+           'spider_estimate', 'spider_step', 'checkpoint_count', 'spiderboost_releases', 'spider_noise_ratio',
+           'calibrate_spiderboost', 'spiderboost_parameters', 'spiderboost_step_size', 'SpiderBoostOutput',
+           'poisson_indices', 'private_spiderboost', 'GemanMcClure', 'tree_samples_per_round', 'tree_spider_releases',
+           'tree_spider_parameters', 'TreeSpiderOutput', 'tree_spider']
 
 # %% ../nbs/20_spiderboost.ipynb #96993a7f
 SPIDER_STREAM = 0x7370  # first key ('sp') of the SpiderBoost / tree-Spider batch, noise and output streams
 
-def _chunks(m:int, d:int, points:int, chunk:int=2**22):
+def row_chunks(m:int, d:int, points:int, chunk:int=2**22):
     "Row ranges so that arrays (rows, points, d) stay below `chunk` floats."
     rows = max(1, chunk // max(1, points * d))
     return [(lo, min(m, lo + rows)) for lo in range(0, m, rows)]
@@ -42,7 +43,7 @@ def clipped_mean_gradient(problem, # a `Problem` with `grad_each`
     "Checkpoint / root gradient of ABGGMU Alg. 1 line 9 and Alg. 2 line 6, each per-sample gradient clipped to L0."
     xp, d, m = get_xp(), int(problem.dim), len(batch)
     total, count = xp.zeros(d), ClipCounter()
-    for lo, hi in _chunks(m, d, 1):
+    for lo, hi in row_chunks(m, d, 1):
         sub = batch[lo:hi]
         c = clip_rows(problem.grad_each(xp.broadcast_to(asarray(w), (hi - lo, 1, d)), sub)[:, 0], L0)
         total, count = total + c.values.sum(axis=0), count.add(c)
@@ -60,7 +61,7 @@ def clipped_mean_difference(problem, # a `Problem` with `grad_each`
     xp, d, m = get_xp(), int(problem.dim), len(batch)
     P = xp.stack([asarray(w), asarray(w_ref)])
     total, count = xp.zeros(d), ClipCounter()
-    for lo, hi in _chunks(m, d, 2):
+    for lo, hi in row_chunks(m, d, 2):
         G = problem.grad_each(xp.broadcast_to(P, (hi - lo, 2, d)), batch[lo:hi])
         c = clip_rows(G[:, 0] - G[:, 1], bound)
         total, count = total + c.values.sum(axis=0), count.add(c)
@@ -125,8 +126,8 @@ def _check_noise_pair(name1, v1, name2, v2):
 
 def _check_spiderboost(n, T, q, b1, b2, eta, sigma1, sigma2, L0, L1):
     "The same checks and messages for `spiderboost_releases` and `private_spiderboost`."
-    for name, v in (("T", T), ("q", q), ("b1", b1), ("b2", b2)): _check_count(name, v)
-    for name, v in (("eta", eta), ("L0", L0), ("L1", L1)): _check_positive(name, v)
+    for name, v in (("T", T), ("q", q), ("b1", b1), ("b2", b2)): check_count(name, v)
+    for name, v in (("eta", eta), ("L0", L0), ("L1", L1)): check_positive(name, v)
     for name, v in (("b1", b1), ("b2", b2)):
         if v > n: raise ValueError(f"`{name}` = {v} exceeds the number of samples n = {n}. Use {name} ≤ n.")
     _check_noise_pair("sigma1", sigma1, "sigma2", sigma2)
@@ -149,7 +150,7 @@ def spiderboost_releases(n:int, # number of samples
                          L1:float, # smoothness: per-sample difference bound min(L1||Δw||, 2L0)
                         ) -> Ledger:
     "What a Private SpiderBoost run releases, without data: two Poisson-subsampled Gaussian families (replace-one; ABGGMU Thm 8-9)."
-    n = _check_count("n", n); _check_spiderboost(n, T, q, b1, b2, 1.0, sigma1, sigma2, L0, L1)
+    n = check_count("n", n); _check_spiderboost(n, T, q, b1, b2, 1.0, sigma1, sigma2, L0, L1)
     if sigma1 == 0: return Ledger()
     k = checkpoint_count(T, q)
     entries = [Release("poisson-gaussian", L0, sigma1 * b1, k, sampling_rate=b1 / n,
@@ -171,8 +172,8 @@ def calibrate_spiderboost(epsilon:float, # target ε (replace-one)
                           ratio:float|None=None, # z1/z2, checkpoint over difference multiplier (None: the paper's, `spider_noise_ratio`)
                          ) -> tuple: # (sigma1, sigma2)
     "Smallest multipliers z2, z1 = ratio·z2 (σ1 = z1 L0/b1, σ2 = z2 L1/b2) whose ledger spends ≤ ε at δ (computes ABGGMU's constant c)."
-    _check_count("n", n); _check_spiderboost(n, T, q, b1, b2, 1.0, 1.0, 1.0, L0, L1)
-    r = spider_noise_ratio(n, T, q, b1, b2) if ratio is None else _check_positive("ratio", ratio)
+    check_count("n", n); _check_spiderboost(n, T, q, b1, b2, 1.0, 1.0, 1.0, L0, L1)
+    r = spider_noise_ratio(n, T, q, b1, b2) if ratio is None else check_positive("ratio", ratio)
     z = calibrate_ledger(spiderboost_releases(n, T, q, b1, b2, r * L0 / b1, L1 / b2, L0, L1), epsilon, delta, accountant)
     return r * z * L0 / b1, z * L1 / b2
 
@@ -185,8 +186,8 @@ def spiderboost_parameters(n:int, # samples
                            F0:float, # public bound on F(0;S) − min F
                           ) -> dict: # T, q, b1, b2, eta
     "The schedule of ABGGMU Thm 9 with q = ⌊n²ε²/(T d log(1/δ))⌋ (erratum: no L1²); floors, clamped to 1 ≤ q ≤ T, b2 ≤ n."
-    for name, v in (("epsilon", epsilon), ("L0", L0), ("L1", L1), ("F0", F0)): _check_positive(name, v)
-    n, d, delta = _check_count("n", n), _check_count("d", d), _check_delta(delta)
+    for name, v in (("epsilon", epsilon), ("L0", L0), ("L1", L1), ("F0", F0)): check_positive(name, v)
+    n, d, delta = check_count("n", n), check_count("d", d), check_delta(delta)
     ab = math.sqrt(d * math.log(1 / delta)) / (n * epsilon)
     T = max(1, math.floor(max((F0 * L1) ** (1 / 3) / (L0 ** (2 / 3) * ab ** (4 / 3)), 1 / ab)))
     b2 = math.floor(max((L0 / (math.sqrt(F0 * L1) * ab)) ** (2 / 3), n * L0 ** (1 / 3) * ab ** (2 / 3) / (L1 * F0) ** (1 / 6)))
@@ -198,10 +199,10 @@ def spiderboost_step_size(L1:float, # smoothness
                           sigma2:float, # difference noise std per unit displacement (σ2 of Alg. 1)
                          ) -> float:
     "η = min{1/(2L1), 1/(2τ2√q)}, τ2² = L1²/b2 + dσ2²: Thm 9's η, shrunk where needed to meet Lemma 3's qτ2²η² ≤ 1/4."
-    _check_positive("L1", L1)
+    check_positive("L1", L1)
     if not 0 <= sigma2 < math.inf: raise ValueError(f"`sigma2` must be a finite number >= 0. Found {sigma2!r}.")
-    tau2_sq = L1**2 / _check_count("b2", b2) + _check_count("d", d) * sigma2**2
-    return min(1 / (2 * L1), 1 / (2 * math.sqrt(_check_count("q", q) * tau2_sq)))
+    tau2_sq = L1**2 / check_count("b2", b2) + check_count("d", d) * sigma2**2
+    return min(1 / (2 * L1), 1 / (2 * math.sqrt(check_count("q", q) * tau2_sq)))
 
 # %% ../nbs/20_spiderboost.ipynb #229bc160
 class SpiderBoostOutput(NamedTuple):
@@ -215,7 +216,7 @@ class SpiderBoostOutput(NamedTuple):
     iterates: np.ndarray|None = None   # w_0..w_T, shape (T+1, d), if record
     estimates: np.ndarray|None = None  # ∇_0..∇_{T−1}, shape (T, d), if record
 
-def _poisson(n:int, rate:float, rng):
+def poisson_indices(n:int, rate:float, rng):
     "Indices that join a Poisson batch (all of them when rate = 1)."
     return np.arange(n) if rate >= 1 else np.flatnonzero(to_numpy(rng.uniform(n)) < rate)
 
@@ -252,7 +253,7 @@ def private_spiderboost(problem, # a `Problem` with `grad_each`
         restore_into(data, saved["view"])
     for t in range(s.t, T):
         cp, bt = t % q == 0, (b1 if t % q == 0 else b2)
-        batch = data.batch(_poisson(n, bt / n, rng.child(SPIDER_STREAM, 1, t)))
+        batch = data.batch(poisson_indices(n, bt / n, rng.child(SPIDER_STREAM, 1, t)))
         v, clip, std, lam = spider_estimate(problem, s, batch, bt, cp, L0, L1, z1 if cp else z2, rng.child(SPIDER_STREAM, 2, t))
         stds[t], zs[t] = std, (std * bt / lam if lam > 0 else 0.0)
         norms[t] = float(to_numpy(get_xp().linalg.norm(v)))
@@ -282,8 +283,8 @@ class GemanMcClure(LinearModel):
 
 # %% ../nbs/20_spiderboost.ipynb #4c2db610
 def _check_tree(T, D, b, beta, L0, L1, sigma_root, sigma_node):
-    for name, v in (("T", T), ("D", D), ("b", b)): _check_count(name, v)
-    for name, v in (("beta", beta), ("L0", L0), ("L1", L1)): _check_positive(name, v)
+    for name, v in (("T", T), ("D", D), ("b", b)): check_count(name, v)
+    for name, v in (("beta", beta), ("L0", L0), ("L1", L1)): check_positive(name, v)
     if b % (1 << D): raise ValueError(f"`b` = {b} must be divisible by 2^D = {1 << D} (batch b/2^j at depth j). Use b = D·2^(D+1).")
     _check_noise_pair("sigma_root", sigma_root, "sigma_node", sigma_node)
 
@@ -316,8 +317,8 @@ def tree_spider_parameters(n:int, d:int, # samples, dimension
                            p:float=0.1, # failure probability in C̃
                           ) -> dict: # D, b, T, alpha, beta, alpha_tilde (the paper's C̃α)
     "ABGGMU Thm 4 settings: b = max{n^{2/3}, √n d^{1/4}/√ε} rounded to D2^{D+1}, β = α min{1, ε√(b/d)} (erratum), α̃ = C̃α."
-    for name, v in (("epsilon", epsilon), ("L0", L0), ("L1", L1), ("F0", F0), ("p", p)): _check_positive(name, v)
-    n, d, delta = _check_count("n", n), _check_count("d", d), _check_delta(delta)
+    for name, v in (("epsilon", epsilon), ("L0", L0), ("L1", L1), ("F0", F0), ("p", p)): check_positive(name, v)
+    n, d, delta = check_count("n", n), check_count("d", d), check_delta(delta)
     b_target = max(n ** (2 / 3), math.sqrt(n) * d ** 0.25 / math.sqrt(epsilon))
     D = 1
     while (D + 1) * 2 ** (D + 2) <= b_target: D += 1

@@ -13,7 +13,7 @@ from .problems import Dataset
 from .spiderboost import GemanMcClure
 from .minimize import minimize, InsufficientDataError
 from .smooth_algorithms import spider_rate, tree_spider_rate
-from .experiments import _executor, RunStore, _num, loglog_slope
+from .experiments import experiment_executor, RunStore, finite_or_none, loglog_slope
 
 # %% auto #0
 __all__ = ['SAMPLE_STREAM', 'RATES', 'geman_mcclure_pool', 'pool_sample', 'grad_norm', 'rates_settings', 'score_rates_run',
@@ -129,10 +129,10 @@ def _rates_slopes(points, algorithms, d, epsilon, delta, L0, L1) -> list:
         row = dict(algorithm=a, bounded=kind, source=src, asymptotic_slope=asym, n=[p["n"] for p in pts])
         for k in ("erm", "population"):
             s, se = rate_slope(row["n"], [p[k] for p in pts], [p[k + "_se"] for p in pts]) if len(pts) >= 2 else (math.nan, math.nan)
-            row[k + "_slope"], row[k + "_slope_se"] = _num(s), _num(se)
+            row[k + "_slope"], row[k + "_slope_se"] = finite_or_none(s), finite_or_none(se)
         theory = [rate(n, d, epsilon, delta, L0, L1, 1.0) for n in row["n"]]
         row["theory"] = theory
-        row["theory_slope"] = _num(rate_slope(row["n"], theory)[0]) if len(pts) >= 2 else None
+        row["theory_slope"] = finite_or_none(rate_slope(row["n"], theory)[0]) if len(pts) >= 2 else None
         out.append(row)
     return out
 
@@ -159,7 +159,7 @@ def stationarity_rates_experiment(ns=(2000, 8000, 32000), # training-set sizes
     store = RunStore(cache_path)                                      # finished runs of an earlier, stopped call are skipped
     key = lambda a, n, s: ("rates", a, int(n), int(d), float(epsilon), float(delta), int(s), int(pool_size), int(pool_seed), tuple(sorted(ov(a).items())))
     todo = [j for j in jobs_list if key(*j) not in store]
-    with _executor(jobs, scheduler) as ex, tqdm(total=len(todo), desc="stationarity-rates", disable=not progress) as bar:
+    with experiment_executor(jobs, scheduler) as ex, tqdm(total=len(todo), desc="stationarity-rates", disable=not progress) as bar:
         if ex is None:
             for a, n, s in todo:
                 store[key(a, n, s)] = score_rates_run(a, n, d, epsilon, delta, s, pool_size, pool_seed, **ov(a)); bar.update()

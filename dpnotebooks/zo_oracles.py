@@ -16,22 +16,23 @@ from .tree import TreeMechanism
 from .o2nc import Oracle, TreeOracle, period_position
 
 # %% auto #0
-__all__ = ['KLT_DIRECTIONS', 'KLT_NOISE', 'KLTSinglePassOracle', 'KLTMultiPassOracle']
+__all__ = ['KLT_DIRECTIONS', 'KLT_NOISE', 'block_sizes', 'zo_blocks', 'clipped_block_mean', 'KLTSinglePassOracle',
+           'KLTMultiPassOracle']
 
 # %% ../nbs/11_zo_oracles.ipynb #1b5bb1a1
 KLT_DIRECTIONS = 0x6b64  # first key of the direction streams ('kd'): rng.child(KLT_DIRECTIONS, t)
 KLT_NOISE = 0x6b6e       # first key of the noise streams ('kn'): the tree (Alg. 3), rng.child(KLT_NOISE, t) (Alg. 4)
 
-def _block_sizes(b:int, m:int, d:int, chunk:int) -> tuple:
+def block_sizes(b:int, m:int, d:int, chunk:int) -> tuple:
     "(samples, directions) per block, so that the (samples, 2·directions, d) query points fit in `chunk` floats."
     ms = max(1, min(m, chunk // (2 * d)))
     return max(1, min(b, chunk // (2 * ms * d))), ms
 
 # %% ../nbs/11_zo_oracles.ipynb #cf9aa15b
-def _zo_blocks(problem, z, batch, alpha:float, m:int, rng, chunk:int, z_prev=None, directions:str="shared"):
+def zo_blocks(problem, z, batch, alpha:float, m:int, rng, chunk:int, z_prev=None, directions:str="shared"):
     "Per-sample KLT eq. (4) estimates at z, or increments at (z, z_prev), one block of samples at a time: yields (b_block, d)."
     b, d = len(batch), problem.dim
-    bs, ms = _block_sizes(b, m, d, chunk)
+    bs, ms = block_sizes(b, m, d, chunk)
     for i, lo in enumerate(range(0, b, bs)):
         part, G = batch[lo:lo + bs], 0.0
         for j, mlo in enumerate(range(0, m, ms)):
@@ -46,7 +47,7 @@ def _zo_blocks(problem, z, batch, alpha:float, m:int, rng, chunk:int, z_prev=Non
         yield G
 
 # %% ../nbs/11_zo_oracles.ipynb #e8f4a10d
-def _clipped_mean(blocks, # iterable of per-sample rows, each (b_block, d)
+def clipped_block_mean(blocks, # iterable of per-sample rows, each (b_block, d)
                   bound:float, # norm bound per row (math.inf: no clipping)
                   b:int, # batch size: the mean divides by b
                  ) -> tuple:
@@ -136,11 +137,11 @@ def _sp_call(self, z, # the query point z_t, shape (d,)
     if tau == 1:                                   # g_t = mean of clip_C1(∇̃f(z_t; ξ)) over B1 fresh samples
         _, batch = self.stream.take(self.B1)
         if k > 1: self.tree.reset()                # a fresh tree for every period
-        self.g, c = _clipped_mean(_zo_blocks(self.problem, z, batch, self.alpha, self.m, rng, self.chunk), self.C1, self.B1)
+        self.g, c = clipped_block_mean(zo_blocks(self.problem, z, batch, self.alpha, self.m, rng, self.chunk), self.C1, self.B1)
     else:                                          # g_t = g_{t−1} + mean of clip_C2(∇̃f(z_t; ξ) − ∇̃f(z_{t−1}; ξ))
         _, batch = self.stream.take(self.B2)
-        blocks = _zo_blocks(self.problem, z, batch, self.alpha, self.m, rng, self.chunk, self.z_prev, self.directions)
-        mean, c = _clipped_mean(blocks, self.C2, self.B2)
+        blocks = zo_blocks(self.problem, z, batch, self.alpha, self.m, rng, self.chunk, self.z_prev, self.directions)
+        mean, c = clipped_block_mean(blocks, self.C2, self.B2)
         self.g = self.g + mean
     self.clip, self.z_prev, self.t_last = self.clip.add(c), z, t
     return self.g + self.tree.noise(tau)
@@ -207,10 +208,10 @@ def _mp_call(self, z, # the query point z_t, shape (d,)
     _, tau = period_position(t, self.period)
     rng, data = self.rng.child(KLT_DIRECTIONS, t), self.view.full()
     if tau == 1:
-        g, c = _clipped_mean(_zo_blocks(self.problem, z, data, self.alpha, self.m, rng, self.chunk), self.C1, self.n)
+        g, c = clipped_block_mean(zo_blocks(self.problem, z, data, self.alpha, self.m, rng, self.chunk), self.C1, self.n)
         sigma = self.sigma1
     else:                                          # the NOISED previous output g̃_{t−1} (post-processing)
-        mean, c = _clipped_mean(_zo_blocks(self.problem, z, data, self.alpha, self.m, rng, self.chunk, self.z_prev, self.directions), self.C2, self.n)
+        mean, c = clipped_block_mean(zo_blocks(self.problem, z, data, self.alpha, self.m, rng, self.chunk, self.z_prev, self.directions), self.C2, self.n)
         g, sigma = self.g + mean, self.sigma2
     if sigma > 0: g = g + self.rng.child(KLT_NOISE, t).normal(self.dim, scale=sigma, dtype=NOISE_DTYPE)
     self.g, self.clip, self.z_prev, self.t_last = g, self.clip.add(c), z, t

@@ -10,7 +10,8 @@ import math
 from typing import Callable
 import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
-from .privacy import tree_levels, _check_positive, _check_count
+from .privacy import tree_levels
+from .validation import check_positive, check_count
 from .ledger import Release, Ledger
 from .clipping import ClipCounter, clip_values, zo_two_point_clipped
 from .smoothing import shifted_differences, zo_from_differences
@@ -45,7 +46,7 @@ def ztc_grad(problem, # a `Problem` (needs `value_each`, `dim`, `L`)
              chunk:int=2**22, # max floats per (b, 2m, d) array
             ) -> tuple: # (GRAD (d,), ClipCounter)
     "ZTC Alg. 1 GRAD: batch mean of two-point estimates, differences clipped to 2Lα so each per-sample term has norm ≤ dL."
-    _check_positive("alpha", alpha); d = problem.dim
+    check_positive("alpha", alpha); d = problem.dim
     per = lambda sub, U: zo_two_point_clipped(problem, x, sub, alpha, U, L)
     return _batch_mean(per, batch, d if n_dirs is None else n_dirs, d, make_rng(rng), chunk)
 
@@ -62,7 +63,7 @@ def ztc_diff(problem, # a `Problem`
              chunk:int=2**22, # max floats per (b, 2m, d) array
             ) -> tuple: # (DIFF (d,), ClipCounter)
     "ZTC Alg. 2 DIFF: shared samples and directions, differences clipped to L·min(||x − y||, max_gap)."
-    _check_positive("alpha", alpha); d = problem.dim
+    check_positive("alpha", alpha); d = problem.dim
     L = problem.L if L is None else L
     gap = float(to_numpy(get_xp().linalg.norm(asarray(x) - asarray(y))))
     bound = L * min(gap, max_gap)
@@ -87,8 +88,8 @@ def ztc_sigma(rho:float, # ZTC's ρ: the run is ρ²/2-zCDP, i.e. (α', α'ρ²/
               rule:str="exact", # 'exact': c_T = ⌊log₂T⌋+1 (FIX F2); 'paper': 2 ln T (invalid for T ∈ {1, 2, 4})
              ) -> float: # σ per tree node and coordinate
     "σ = √c_T · max(s₁, s₂)/ρ (ZTC Cor. 4.4 with the exact tree count of FIX F2)."
-    rho, alpha, D, L = (_check_positive(k, v) for k, v in (("rho", rho), ("alpha", alpha), ("D", D), ("L", L)))
-    period, d, B1, B2 = (_check_count(k, v) for k, v in (("period", period), ("d", d), ("B1", B1), ("B2", B2)))
+    rho, alpha, D, L = (check_positive(k, v) for k, v in (("rho", rho), ("alpha", alpha), ("D", D), ("L", L)))
+    period, d, B1, B2 = (check_count(k, v) for k, v in (("period", period), ("d", d), ("B1", B1), ("B2", B2)))
     if rule == "exact": c = tree_levels(period)
     elif rule == "paper": c = 2 * math.log(period)
     else: raise ValueError(f"`rule` must be 'exact' (c_T = floor(log2 T) + 1) or 'paper' (2 ln T). Found {rule!r}.")
@@ -117,10 +118,10 @@ class ZTCOracle(TreeOracle):
                  chunk:int=2**22, # max floats per (b, 2m, d) array
                 ):
         self.problem, self.stream, self.dim = problem, stream, int(problem.dim)
-        self.alpha, self.D = _check_positive("alpha", alpha), _check_positive("D", D)
-        self.period, self.B1, self.B2, self.chunk = (_check_count(k, v) for k, v in (("period", period), ("B1", B1), ("B2", B2), ("chunk", chunk)))
-        self.sigma, self.L = _check_sigma(sigma), _check_positive("L", problem.L if L is None else L)
-        self.n_dirs = self.dim if n_dirs is None else _check_count("n_dirs", n_dirs)
+        self.alpha, self.D = check_positive("alpha", alpha), check_positive("D", D)
+        self.period, self.B1, self.B2, self.chunk = (check_count(k, v) for k, v in (("period", period), ("B1", B1), ("B2", B2), ("chunk", chunk)))
+        self.sigma, self.L = _check_sigma(sigma), check_positive("L", problem.L if L is None else L)
+        self.n_dirs = self.dim if n_dirs is None else check_count("n_dirs", n_dirs)
         self.rng = make_rng(rng)
         self.tree = TreeMechanism(self.dim, self.sigma, self.period, rng=self.rng.child(ZTC_STREAM, 2))
         self.clip, self.t, self.g, self.z_prev = ClipCounter(), 0, None, None
@@ -169,8 +170,8 @@ class ZTCNaiveOracle(Oracle):
                  rng=None, # `RNG`, seed, or None (OS entropy)
                 ):
         self.problem, self.stream, self.dim = problem, stream, int(problem.dim)
-        self.alpha, self.B, self.sigma = _check_positive("alpha", alpha), _check_count("B", B), _check_sigma(sigma)
-        self.L, self.rng = _check_positive("L", problem.L if L is None else L), make_rng(rng)
+        self.alpha, self.B, self.sigma = check_positive("alpha", alpha), check_count("B", B), _check_sigma(sigma)
+        self.L, self.rng = check_positive("L", problem.L if L is None else L), make_rng(rng)
         self.clip, self.t = ClipCounter(), 0
 
     @property
@@ -178,11 +179,11 @@ class ZTCNaiveOracle(Oracle):
 
     def releases(self, T:int) -> Ledger:
         "One Gaussian release per step over disjoint samples; empty when σ = 0."
-        _check_count("T", T)
+        check_count("T", T)
         if self.sigma == 0: return Ledger()
         return Ledger((Release("gaussian", self.sensitivity, self.sigma, 1, touches="one step", label="ZTC Alg. 6: noisy two-point estimate"),))
 
-    def samples_needed(self, T:int) -> int: return _check_count("T", T) * self.B
+    def samples_needed(self, T:int) -> int: return check_count("T", T) * self.B
 
 # %% ../nbs/11a_ztc_oracle.ipynb #50eec1bd
 def _naive_call(self, z, # the query point w_t, shape (d,)

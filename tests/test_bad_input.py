@@ -1,7 +1,7 @@
-"""Every bad input of `dpnotebooks.bad_input.CASES`, and the same mistakes through `dpnb run`: a clear error, nothing read or drawn first."""
+"""Every bad input of `bad_input.CASES` (tests/bad_input.py), and the same mistakes through `dpnb run`: a clear error, nothing read or drawn first."""
 import warnings
 import pytest
-from dpnotebooks.bad_input import CASES, OUT_OF_BOUND, Case, tripwire, try_case, accept_record, _data
+from bad_input import CASES, OUT_OF_BOUND, Case, tripwire, try_case, accept_record, _data
 from dpnotebooks.cli import main
 
 @pytest.mark.parametrize("case", CASES, ids=[c.what for c in CASES])
@@ -10,7 +10,7 @@ def test_bad_input_is_refused_before_any_data_or_noise(case):
     assert out.ok, out
 
 def test_the_tripwire_catches_a_run_that_reads_data():
-    assert not try_case(Case("a valid run", lambda: __import__("dpnotebooks.bad_input", fromlist=["_run"])._run(), ValueError, "")).ok
+    assert not try_case(Case("a valid run", lambda: __import__("bad_input")._run(), ValueError, "")).ok
 
 @pytest.mark.parametrize("args,says", [
     (["--epsilon", "0", "--delta", "1e-6"], "`epsilon` must be a positive finite number"),
@@ -76,7 +76,7 @@ def test_a_fault_mid_run_stops_with_what_was_spent(algorithm, mode, says):
     "The run stops at the faulty step with a clear error, the last good iterate, and the ledger of what it released so far."
     import numpy as np
     from dpnotebooks.minimize import minimize, plan_run
-    from dpnotebooks.o2nc import RunStopped
+    from dpnotebooks.faults import RunStopped
     from dpnotebooks.problems import get_problem
     p = get_problem("robust-regression", n=20000, d=4, seed=0)
     flaky = _Flaky(p.data, after=60, mode=mode)
@@ -126,7 +126,7 @@ class _FlakyGrad(__import__("dpnotebooks.problems", fromlist=["Logistic"]).Logis
 def test_own_loop_algorithms_stop_on_a_fault_with_what_they_spent(algorithm, mode, says):
     "A gradient that raises mid-run stops the run with the reason and what it spent (a NaN would be zeroed instead)."
     from dpnotebooks.minimize import minimize
-    from dpnotebooks.o2nc import RunStopped
+    from dpnotebooks.faults import RunStopped
     from dpnotebooks.problems import get_problem
     import dpnotebooks.smooth_algorithms
     p = get_problem("logistic", n=20000, d=4, seed=0)

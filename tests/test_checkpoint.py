@@ -9,7 +9,7 @@ from dpnotebooks.cli import main, run_algorithm
 from dpnotebooks.minimize import minimize, ALGORITHMS
 from dpnotebooks.problems import get_problem
 from dpnotebooks.checkpoint import CheckpointError, read_checkpoint
-from dpnotebooks.o2nc import RunStopped
+from dpnotebooks.faults import RunStopped
 from dpnotebooks.backend import make_rng
 
 # algorithm: (problem, n, d, privacy and alpha arguments, overrides): small runs of a few hundred steps or less

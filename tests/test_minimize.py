@@ -106,3 +106,27 @@ def test_explicit_noise_overrides_are_kept_and_checked(guarded):
     assert kept.sigma2 == 3 * base.sigma2 and kept.sigma == base.sigma
     with pytest.raises(BudgetExceededError, match="Nothing was run"):
         minimize(guarded, "klt-multi-pass", seed=0, **kw, sigma2=base.sigma2 / 10)
+
+def test_an_algorithm_without_its_own_budget_check_is_still_refused_before_reading(guarded):
+    "Issue 19: the budget is checked in one place. A toy algorithm whose `run` reads the data at once and checks nothing is refused by `minimize` when its planned ledger overspends; within budget it runs."
+    from dpnotebooks.registry import Algorithm, RunOutput, register, Plan
+    from dpnotebooks.ledger import Ledger, Release
+    def recipe(n, d, epsilon, delta, alpha, beta, L, Phi, accountant="pld", sigma=1.0):
+        return Plan("toy-gaussian-mean", "toy", n, d, epsilon, delta, alpha, 1.0, L, Phi, 1, 0.0, 1, 0.0, sigma=sigma, C1=L, accountant=accountant)
+    def planned(problem, plan):   # one Gaussian release of a clipped mean: sensitivity 2C/n (replace-one)
+        return Ledger((Release("gaussian", 2 * plan.C1 / plan.n, plan.sigma, 1, "all", "mean of clipped rows + N(0, σ²I)"),))
+    reads = []
+    def run(problem, plan, rng, x0, progress, ck):
+        reads.append(len(problem.data)); A = np.asarray(problem.data[np.arange(len(problem.data))].A)
+        A = A * np.minimum(1.0, plan.C1 / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-300))   # rows clipped to C1
+        return RunOutput(A.mean(0) + plan.sigma * np.asarray(rng.normal(problem.dim)), len(A), 1, {}, dict(plan=plan))
+    register(Algorithm("toy-gaussian-mean", "a test algorithm with no budget check of its own", recipe, planned, run))
+    try:
+        with pytest.raises(BudgetExceededError, match="Nothing was run"):
+            minimize(guarded, "toy-gaussian-mean", epsilon=1.0, delta=DELTA, seed=0, sigma=1e-4)
+        assert reads == []                                          # refused before `run` was called: the data were never read
+        ok = get_problem("robust-regression", n=2000, d=4, seed=0)
+        res = minimize(ok, "toy-gaussian-mean", epsilon=1.0, delta=DELTA, seed=0, sigma=0.01)
+        assert reads == [2000] and res.epsilon_spent <= 1.0 and res.ledger == planned(ok, res.trace["plan"])
+    finally:
+        ALGORITHMS.pop("toy-gaussian-mean", None)

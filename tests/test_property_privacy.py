@@ -139,7 +139,7 @@ def test_recipes_fit_their_budget_their_data_and_their_theorem(name, n, d, eps, 
     if alg.private:
         assert plan.sigma > 0 and ledger.spent(delta) <= eps * (1 + 1e-6)
     else: assert ledger.spent(delta) == math.inf
-    if alg.run is None:
+    if alg.build is not None:
         oracle, _ = alg.build(p, plan, make_rng(0))
         if alg.access == "single-pass": assert oracle.samples_needed(plan.T) <= n
     _theorem_constraints(name, plan)

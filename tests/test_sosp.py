@@ -197,10 +197,10 @@ def test_shrunk_noise_is_over_budget(guarded):
                   p._replace(s_max=4 * p.s_max), p._replace(T=4 * p.T)):
         with pytest.raises(BudgetExceededError, match="Nothing was run"):
             check_budget(sosp_releases(cheat), EPS, DELTA)
-    # the registered runner itself, handed a consistent plan with a quarter of the tree noise, refuses before reading
+    # the registered price of a consistent plan with a quarter of the tree noise is refused (minimize checks it before `run`)
     cheat = plan._replace(sigma=p.sigma_tree / 4, extra=dict(plan.extra, params=p._replace(sigma_tree=p.sigma_tree / 4)._asdict()))
     with pytest.raises(BudgetExceededError, match="Nothing was run"):
-        ALGORITHMS["lt-sosp"].run(guarded, cheat, make_rng(0), 0, None, False, time.perf_counter())
+        check_budget(ALGORITHMS["lt-sosp"].planned(guarded, cheat), EPS, DELTA)
 
 def test_nan_in_the_data_is_zeroed_not_refused(private_run):
     "Records with a NaN must not decide whether the run happens: their contributions are zeroed and the run completes."
