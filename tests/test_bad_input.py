@@ -40,7 +40,7 @@ def test_dpnb_run_unknown_algorithm(capsys):
     assert main(["run", "sgd", "--epsilon", "1", "--delta", "1e-6", "--quiet"]) == 2
     assert "Unknown algorithm 'sgd'" in capsys.readouterr().err
 
-@pytest.mark.parametrize("algorithm", ["dp-sgd", "klt-first-order"])
+@pytest.mark.parametrize("algorithm", ["dp-sgd", pytest.param("klt-first-order", marks=pytest.mark.slow)])
 def test_out_of_spec_loss_warns_and_keeps_the_guarantee(algorithm):
     "Rows 3x too long for the declared L = 1: clipping fires, the run warns, and its ledger is the honest run's."
     import numpy as np

@@ -5,6 +5,7 @@ from dpnotebooks.cli import main
 from dpnotebooks.minimize import ALGORITHMS
 from dpnotebooks import backend as B
 
+@pytest.mark.slow
 def test_quick_suite_writes_json_and_markdown(tmp_path, capsys):
     out, md = tmp_path / "bench.json", tmp_path / "BENCHMARKS.md"
     assert main(["bench", "--quick", "--quiet", "--backend", "numpy", "--out", str(out), "--markdown", str(md)]) == 0

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import dpnotebooks.cli as cli
 import dpnotebooks.clipping as clipping
-import dpnotebooks.minimize as M
+import importlib
+M = importlib.import_module("dpnotebooks.minimize")   # the module (the package binds the name `minimize` to the function)
 from dpnotebooks.canary_audit import canary_audit, canary_pair, api_runner, cli_runner, CANARIES
 from dpnotebooks.problems import get_problem
 

@@ -77,7 +77,10 @@ def _same(a:dict, b:dict):
     assert a.keys() == b.keys()
     for k in a.keys() - VOLATILE: assert a[k] == b[k], (k, a[k], b[k])
 
-@pytest.mark.parametrize("algorithm", sorted(RUNS))
+# three representatives in the fast tier (O2NC with a tree, a smooth loop, the SOSP loop); every algorithm in the slow tier
+FAST_RESUME = {"klt-single-pass", "abggmu-spider", "lt-sosp"}
+
+@pytest.mark.parametrize("algorithm", [pytest.param(a, marks=() if a in FAST_RESUME else pytest.mark.slow) for a in sorted(RUNS)])
 def test_kill_and_resume_is_bit_for_bit(algorithm, tmp_path):
     ref = _reference(algorithm)
     rng = np.random.default_rng(sorted(RUNS).index(algorithm))              # a random step and moment, reproducible per algorithm

@@ -30,6 +30,7 @@ def _strip(res):
     return [{k: v for k, v in p.items() if k != "runs"} | {"runs": [{k: v for k, v in r.items() if k != "seconds"} for r in p["runs"]]}
             for p in res["smallest"]]
 
+@pytest.mark.slow
 def test_dask_cluster_and_resume(tmp_path):
     "A 2-worker Dask LocalCluster gives the runs of the in-process grid; a grid stopped half-way resumes and skips the finished runs."
     a, b = tmp_path / "local", tmp_path / "dask"

@@ -76,7 +76,7 @@ def test_bad_requests_name_the_problem(kwargs, error, message, guarded):
         minimize(guarded, "klt-single-pass", seed=0, **kwargs)
 
 def test_unknown_algorithm_lists_the_registry(guarded):
-    with pytest.raises(ValueError, match="Available: klt-single-pass"):
+    with pytest.raises(ValueError, match="Available: .*klt-single-pass"):
         minimize(guarded, "sgd-but-private", epsilon=1.0, delta=DELTA)
 
 @pytest.mark.parametrize("where", ["A", "y"])

@@ -61,6 +61,7 @@ def _load(browser, page: Path):
     return done
 
 
+@pytest.mark.slow
 def test_every_page(site, browser):
     pages = sorted(site.glob("*.html"))
     assert (site / "index.html") in pages, [p.name for p in pages]
@@ -85,6 +86,7 @@ def test_every_page(site, browser):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_math_and_figures_render(site, browser):
     "The SOSP page typesets its formulas and shows its figures; screenshots are saved for CI."
     assert _load(browser, site / "21_sosp.html")

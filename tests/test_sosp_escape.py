@@ -1,11 +1,13 @@
 """`dpnb experiment sosp-escape` (nbs/62_sosp_escape): quick grid end to end, its files, reproducibility with --seed, and --list."""
 import csv, json
+import pytest
 from dpnotebooks.cli import main
 
 def _run(out, seed):
     assert main(["experiment", "sosp-escape", "--quick", "--seed", str(seed), "--quiet", "--out", str(out)]) == 0
     return json.loads((out / "sosp_escape.json").read_text())
 
+@pytest.mark.slow
 def test_quick_grid_files_and_reproducibility(tmp_path):
     res = _run(tmp_path / "a", 5)
     for ext in ("json", "csv", "png", "svg"): assert (tmp_path / "a" / f"sosp_escape.{ext}").stat().st_size > 0, ext
@@ -30,6 +32,7 @@ def test_list_and_missing_name(capsys):
     assert main(["experiment"]) == 2
     assert main(["experiment", "sosp-escape", "--seed", "-1"]) == 2           # a clear error, exit 2
 
+@pytest.mark.slow
 def test_dask_workers_and_resume(tmp_path, capsys):
     "Two local Dask workers give the serial grid's numbers; a second call on the same --out resumes every finished run."
     serial = _run(tmp_path / "s", 3)

@@ -67,7 +67,13 @@ def show_doc_markdown(module: str, name: str) -> str | None:
     from nbdev.showdoc import show_doc
     obj = getattr(importlib.import_module(module), name, None)
     if obj is None: return None
-    md = show_doc(obj)._repr_markdown_()
+    doc = getattr(obj, "__doc__", None) or ""
+    cut = doc.find("\n\nParameters (from the comments in the signature):")   # the list `help()` shows; the table below has it
+    try:
+        if cut >= 0: obj.__doc__ = doc[:cut]
+        md = show_doc(obj)._repr_markdown_()
+    finally:
+        if cut >= 0: obj.__doc__ = doc
     md = re.sub(r"^\[source\]\([^)]*\)\{[^}]*\}\s*$", "", md, flags=re.M)
     return re.sub(r"\]\(([^)]*)\)\{[^}]*\}", r"](\1)", md).strip()
 

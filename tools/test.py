@@ -1,0 +1,51 @@
+"""Run the tests, tier by tier: the notebooks' checks (nbdev-test) and pytest, each even when the other fails.
+
+    .venv/bin/python tools/test.py                # the fast tier: what README's test command runs (a few minutes on 2 cores)
+    .venv/bin/python tools/test.py --tier slow    # the slow tier: cells marked `#| slow` and tests marked slow (.ci/run adds it)
+    .venv/bin/python tools/test.py --tier all     # both
+
+Prints the time of each part and of the tier, pytest's 25 slowest tests (`--durations`) and nbdev-test's time per notebook;
+the exit status is 0 only when every part passed.
+"""
+import argparse, json, re, subprocess, sys, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SLOW = re.compile(r"^\s*#\s*\|\s*slow\b")
+
+def slow_notebooks() -> list:
+    "The notebooks (file names) with at least one code cell marked `#| slow`."
+    out = []
+    for f in sorted((ROOT / "nbs").rglob("*.ipynb")):
+        if any(p.startswith((".", "_")) for p in f.relative_to(ROOT / "nbs").parts): continue
+        cells = json.loads(f.read_text(encoding="utf-8")).get("cells", [])
+        src = lambda c: "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        if any(c["cell_type"] == "code" and any(SLOW.match(l) for l in src(c).splitlines()) for c in cells): out.append(f.name)
+    return out
+
+def parts(tier:str) -> list:
+    "(name, argv) of the commands of a tier."
+    pytest = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--dist", "loadfile", "--durations=25", "-q", "tests"]
+    fast = [("nbdev-test", [str(BIN / "nbdev-test"), "--n-workers", "2", "--timing"]), ("pytest", pytest)]
+    names = slow_notebooks()
+    file_re = "^(" + "|".join(re.escape(n) for n in names) + ")$"
+    slow = ([("nbdev-test --flags slow", [str(BIN / "nbdev-test"), "--n-workers", "2", "--timing", "--flags", "slow", "--file-re", file_re])]
+            if names else []) + [("pytest -m slow", pytest + ["-m", "slow"])]
+    return dict(fast=fast, slow=slow, all=fast + slow)[tier]
+
+def run(tier:str) -> int:
+    t0, results = time.time(), []
+    for name, argv in parts(tier):
+        print(f"\n===== {tier} tier: {name} =====\n+ {' '.join(argv)}", flush=True)
+        t = time.time(); rc = subprocess.call(argv, cwd=ROOT)
+        if rc == 5 and name.startswith("pytest"): print("pytest collected no tests: that is a failure here")
+        results.append((name, rc, time.time() - t))
+    print(f"\n===== {tier} tier: {time.time() - t0:.0f} s =====")
+    for name, rc, s in results: print(f"  {name:<26} {'passed' if rc == 0 else f'FAILED (exit {rc})':<18} {s:6.0f} s")
+    return 0 if all(rc == 0 for _, rc, _ in results) else 1
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tier", choices=("fast", "slow", "all"), default="fast")
+    sys.exit(run(ap.parse_args().tier))
