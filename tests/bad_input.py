@@ -1,7 +1,7 @@
 """The bad-input harness: every bad input we could think of, for `minimize`, `dpnb run` and the public building blocks,
 each to be answered by a clear error that names the problem and the fix, before any data is read or any noise is drawn.
 
-A test harness, not part of the package: tests/test_bad_input.py runs it, and nbs/90_bad_input.ipynb shows its table.
+A test harness, not part of the package: tests/test_bad_input.py runs it, and nbs/audits/90_bad_input.ipynb shows its table.
 """
 from __future__ import annotations
 import contextlib, functools, os, tempfile, warnings

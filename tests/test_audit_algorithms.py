@@ -1,7 +1,7 @@
 """Every registered private algorithm, audited through the console script as a user would: `dpnb audit --mechanism NAME`.
 
 The audits themselves (recipe calibration, canary, fixed path, likelihood-ratio score) and the broken variants they catch
-are in nbs/41_audit_algorithms.ipynb; here we check that the CLI sees every one of them, exits 0 and prints a bound
+are in nbs/audits/41_audit_algorithms.ipynb; here we check that the CLI sees every one of them, exits 0 and prints a bound
 below the claim.
 """
 import re, subprocess, sys

@@ -1,4 +1,4 @@
-"""`dpnb audit` runs the ABGGMU audits (nbs/42_audit_smooth): each stays below its ledger's claim at ε = 1, δ = 1e-5."""
+"""`dpnb audit` runs the ABGGMU audits (nbs/audits/42_audit_smooth): each stays below its ledger's claim at ε = 1, δ = 1e-5."""
 import re, subprocess, sys
 from pathlib import Path
 import pytest

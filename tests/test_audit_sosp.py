@@ -1,4 +1,4 @@
-"""`dpnb audit` runs the lt-sosp audits (nbs/43_audit_sosp): each release family stays below its ledger's claim at ε = 1, δ = 1e-5,
+"""`dpnb audit` runs the lt-sosp audits (nbs/audits/43_audit_sosp): each release family stays below its ledger's claim at ε = 1, δ = 1e-5,
 and an injected bug (no clipping, a quarter of the tree noise, a fixed batch instead of the adaptive b_t) is caught."""
 import re, subprocess, sys
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""`dpnb bench --quick` (nbs/80_bench): runs on CPU, writes its JSON and BENCHMARKS.md-style tables; numbers are read, never asserted."""
+"""`dpnb bench --quick` (nbs/experiments/80_bench): runs on CPU, writes its JSON and BENCHMARKS.md-style tables; numbers are read, never asserted."""
 import json
 import pytest
 from dpnotebooks.cli import main

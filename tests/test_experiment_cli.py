@@ -8,6 +8,7 @@ def _files(out, stem):
     with open(out / f"{stem}.csv") as f: table = list(csv.DictReader(f))
     return json.loads((out / f"{stem}.json").read_text()), table
 
+@pytest.mark.slow
 def test_sample_complexity_quick(tmp_path):
     assert main(["experiment", "sample-complexity", "--quick", "--seed", "3", "--quiet", "--out", str(tmp_path)]) == 0
     res, table = _files(tmp_path, "sample_complexity")

@@ -1,4 +1,4 @@
-"""End to end through `minimize` for the gradient-norm algorithms (nbs/32_smooth_algorithms): each spends at most its
+"""End to end through `minimize` for the gradient-norm algorithms (nbs/planning/32_smooth_algorithms): each spends at most its
 budget, lowers the full-batch gradient norm and the loss, uses the data as its privacy argument says, and refuses before reading."""
 import numpy as np
 import pytest

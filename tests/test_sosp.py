@@ -1,4 +1,4 @@
-"""lt-sosp (Liu & Talwar 2025, nbs/21_sosp and nbs/33_sosp_algorithm): the `dpnb run` contract with its second-order block,
+"""lt-sosp (Liu & Talwar 2025, nbs/algorithms/21_sosp and nbs/planning/33_sosp_algorithm): the `dpnb run` contract with its second-order block,
 second-order stationarity on the strict-saddle problem, the privacy invariants read off the transcript, refusals before any
 data is read, reproducibility and single-pass data use."""
 import json, math, subprocess, sys, time

@@ -1,4 +1,4 @@
-"""`dpnb experiment sosp-escape` (nbs/62_sosp_escape): quick grid end to end, its files, reproducibility with --seed, and --list."""
+"""`dpnb experiment sosp-escape` (nbs/experiments/62_sosp_escape): quick grid end to end, its files, reproducibility with --seed, and --list."""
 import csv, json
 import pytest
 from dpnotebooks.cli import main

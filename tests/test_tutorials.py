@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from dpnotebooks import backend as B
 
-NB = Path(__file__).resolve().parent.parent / "nbs" / "70_bring_your_own_loss.ipynb"
+NB = Path(__file__).resolve().parent.parent / "nbs" / "tutorials" / "70_bring_your_own_loss.ipynb"
 
 def _code_cells():
     return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]

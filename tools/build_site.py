@@ -2,14 +2,17 @@
 
 Quarto (what `nbdev-docs` uses) cannot be installed on every machine, so this script builds the same pages with nbconvert:
 
-- notebooks in sidebar order: index first, then the numbered notebooks;
-- every notebook executed in nbs/ (cells marked `#| slow` or `#| eval: false`, and `nbdev_export()` cells, are not run);
+- notebooks in sidebar order: index first, then the folders of nbs/ (core, privacy, algorithms, planning, audits,
+  interface, experiments, tutorials), each in file-name order; the pages are flat (one per notebook stem);
+- every notebook executed in its folder, cells marked `#| slow` included (the site is built in CI's slow tier, and this
+  run is where those cells are checked; `--skip-slow` leaves them out); `#| eval: false` and `nbdev_export()` cells are
+  never run;
 - nbdev's directives applied: `#| hide` cells and `#| default_exp` dropped, `#| echo: false` hides the input,
   `#| output: false` the output, directive lines removed, and a `show_doc` block after every exported symbol;
 - figures inline (base64), math by a local MathJax (the `jupyter-server-mathjax` package, no CDN),
   links between notebooks rewritten to the pages, a sidebar on every page, no script loaded from the network.
 
-    python tools/build_site.py [--out _site] [--jobs 2] [--only 21_sosp,index] [--no-execute]
+    python tools/build_site.py [--out _site] [--jobs 2] [--only 21_sosp,index] [--no-execute] [--skip-slow]
 """
 from __future__ import annotations
 import argparse, ast, html, importlib, os, re, shutil, sys, time
@@ -22,10 +25,14 @@ DIRECTIVE = re.compile(r"^\s*#\|\s*(.*?)\s*$")
 MATHJAX = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"   # the configuration jupyter-server-mathjax ships
 
 
+GROUPS = ("core", "privacy", "algorithms", "planning", "audits", "interface", "experiments", "tutorials")   # the layers, in reading order
+
+
 def notebooks(only=None) -> list:
-    "index.ipynb, then the numbered notebooks in order (the sidebar order)."
-    nbs = sorted(p for p in NBS.glob("*.ipynb") if re.match(r"^\d", p.name))
-    out = [NBS / "index.ipynb"] + nbs
+    "index.ipynb, then each folder's numbered notebooks in order (the sidebar order)."
+    extra = sorted({p.parent.name for p in NBS.glob("*/*.ipynb")} - set(GROUPS) - {".ipynb_checkpoints"})
+    if extra: raise SystemExit(f"nbs/ has folders the site does not know: {extra}. Add them to GROUPS in tools/build_site.py.")
+    out = [NBS / "index.ipynb"] + [p for g in GROUPS for p in sorted((NBS / g).glob("*.ipynb")) if re.match(r"^\d", p.name)]
     return [p for p in out if not only or p.stem in only]
 
 
@@ -78,15 +85,15 @@ def show_doc_markdown(module: str, name: str) -> str | None:
     return re.sub(r"\]\(([^)]*)\)\{[^}]*\}", r"](\1)", md).strip()
 
 
-def execute(nb, path: Path):
-    "Run the notebook in nbs/ with nbclient; slow, eval-false and `nbdev_export()` cells are skipped (their source kept)."
+def execute(nb, path: Path, skip_slow: bool = False):
+    "Run the notebook in its folder with nbclient; eval-false and `nbdev_export()` cells (and slow ones if asked) are skipped, their source kept."
     from nbclient import NotebookClient
     saved = {}
     for i, c in enumerate(nb.cells):
         if c.cell_type == "code":
             d = directives(c.source)
             # like nbdev-test: never run a notebook's `nbdev_export()` cell (two notebooks exporting at once race on the package files)
-            if "slow" in d or d.get("eval") == "false" or "nbdev_export(" in c.source:
+            if (skip_slow and "slow" in d) or d.get("eval") == "false" or "nbdev_export(" in c.source:
                 saved[i], c.source = c.source, "pass"
     NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     for i, src in saved.items():
@@ -101,7 +108,7 @@ def process(nb, module: str | None):
     for c in nb.cells:
         if c.cell_type == "raw": continue
         if c.cell_type == "markdown":
-            c.source = re.sub(r"\]\(([\w./-]+?)\.ipynb(#[^)]*)?\)", lambda m: f"]({m.group(1)}.html{m.group(2) or ''})", c.source)
+            c.source = re.sub(r"\]\((?:[\w.-]+/)*([\w-]+?)\.ipynb(#[^)]*)?\)", lambda m: f"]({m.group(1)}.html{m.group(2) or ''})", c.source)
             cells.append(c); continue
         d = directives(c.source)
         if "hide" in d or "default_exp" in d: continue
@@ -120,8 +127,12 @@ def process(nb, module: str | None):
 
 
 def sidebar(pages: list, current: str) -> str:
-    items = "".join(f'<li{" class=active" if stem == current else ""}><a href="{stem}.html">{html.escape(title)}</a></li>'
-                    for stem, title in pages)
+    "The navigation: one heading per folder of nbs/, its pages below it."
+    items, group = "", None
+    for stem, title, g in pages:
+        if g != group and g: items += f'<li class="group">{html.escape(g)}</li>'
+        group = g
+        items += f'<li{" class=active" if stem == current else ""}><a href="{stem}.html">{html.escape(title)}</a></li>'
     return (f'<nav id="dpnb-sidebar"><a class="brand" href="index.html">dpnotebooks</a><ul>{items}</ul></nav>')
 
 
@@ -130,20 +141,21 @@ STYLE = """<style>
  padding:12px 10px;font:14px/1.35 system-ui,sans-serif;z-index:10}
 #dpnb-sidebar .brand{font-weight:600;font-size:17px;display:block;margin-bottom:10px;color:#222;text-decoration:none}
 #dpnb-sidebar ul{list-style:none;padding:0;margin:0}#dpnb-sidebar li{margin:3px 0}
-#dpnb-sidebar li.active a{font-weight:600;color:#000}#dpnb-sidebar a{color:#2a5db0;text-decoration:none}
+#dpnb-sidebar li.active a{font-weight:600;color:#000}#dpnb-sidebar li.group{margin:12px 0 2px;font-size:12px;text-transform:uppercase;letter-spacing:.05em;color:#777}#dpnb-sidebar a{color:#2a5db0;text-decoration:none}
 body{margin-left:270px !important}
 </style>"""
 
 
-def render(path: Path, out: Path, pages: list, run: bool) -> str:
+def render(path: Path, out: Path, pages: list, run: bool, skip_slow: bool = False) -> str:
     "Execute, process and write one page; returns its file name."
     import nbformat
     from nbconvert import HTMLExporter
     nb = nbformat.read(path, as_version=4)
     default_exp = next((directives(c.source)["default_exp"] for c in nb.cells
                         if c.cell_type == "code" and "default_exp" in directives(c.source)), None)
-    if run: nb = execute(nb, path)
-    nb = process(nb, f"dpnotebooks.{default_exp}" if default_exp else None)
+    if run: nb = execute(nb, path, skip_slow)
+    module = None if not default_exp else "dpnotebooks" if default_exp == "__init__" else f"dpnotebooks.{default_exp}"
+    nb = process(nb, module)
     exporter = HTMLExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True, mathjax_url=MATHJAX)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title_of(nb)}})
     body = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", body)          # nothing from the network
@@ -161,18 +173,18 @@ def copy_mathjax(out: Path):
     if not (out / "mathjax").exists(): shutil.copytree(src, out / "mathjax")
 
 
-def build(out: Path, jobs: int = 2, only=None, run: bool = True) -> list:
+def build(out: Path, jobs: int = 2, only=None, run: bool = True, skip_slow: bool = False) -> list:
     import nbformat
     out.mkdir(parents=True, exist_ok=True)
     paths = notebooks()
-    pages = [(p.stem, title_of(nbformat.read(p, as_version=4))) for p in paths]
+    pages = [(p.stem, title_of(nbformat.read(p, as_version=4)), "" if p.parent == NBS else p.parent.name) for p in paths]
     todo = [p for p in paths if not only or p.stem in only]
     copy_mathjax(out)
     if jobs > 1:
         with ProcessPoolExecutor(jobs) as ex:
-            names = list(ex.map(render, todo, [out] * len(todo), [pages] * len(todo), [run] * len(todo)))
+            names = list(ex.map(render, todo, [out] * len(todo), [pages] * len(todo), [run] * len(todo), [skip_slow] * len(todo)))
     else:
-        names = [render(p, out, pages, run) for p in todo]
+        names = [render(p, out, pages, run, skip_slow) for p in todo]
     return names
 
 
@@ -182,9 +194,10 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="notebooks built in parallel (default 2)")
     ap.add_argument("--only", default=None, help="comma-separated notebook stems to build (default: all)")
     ap.add_argument("--no-execute", action="store_true", help="render the notebooks as stored (no outputs)")
+    ap.add_argument("--skip-slow", action="store_true", help="do not run the cells marked `#| slow` (their outputs are left out)")
     a = ap.parse_args(argv)
     t0 = time.time()
-    names = build(Path(a.out), a.jobs, a.only.split(",") if a.only else None, not a.no_execute)
+    names = build(Path(a.out), a.jobs, a.only.split(",") if a.only else None, not a.no_execute, a.skip_slow)
     print(f"built {len(names)} pages in {a.out} in {time.time() - t0:.0f} s")
     return 0
 
