@@ -76,7 +76,7 @@ def check_fingerprint(saved:dict, # the fingerprint stored in the checkpoint
 
 # %% ../nbs/core/04b_checkpoint.ipynb #b4908a01
 MAGIC = b"DPNB-CHECKPOINT\x00"
-FORMAT = 1
+FORMAT = 2   # 2: a loop's state is `run_loop`'s (state NamedTuple, live objects); 1 (before issue 19) held per-loop dicts
 _HEADER = struct.Struct("<IQ")
 
 def _device_array(a):

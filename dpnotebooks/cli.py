@@ -326,26 +326,9 @@ def _experiment_args(args):
         for k, v in _QUICK[args.name].items(): setattr(args, k, v)
     if args.seed is not None and args.seed < 0: raise ValueError(f"--seed must be a non-negative integer. Found {args.seed}.")
 
-def _csv_rows(res:dict) -> list:
-    "The experiment's per-run or per-point records with their scalar fields (nested lists and dicts left to the JSON)."
-    for key in ("rows", "smallest", "points"):
-        if key in res and res[key]:
-            flat = [{k: ("+".join(map(str, v)) if key == "rows" and isinstance(v, list) else v) for k, v in r.items()} for r in res[key]]
-            return [{k: v for k, v in r.items() if v is None or isinstance(v, (str, int, float, bool, np.floating, np.integer))} for r in flat]
-    return []
-
-def cmd_experiment(args) -> int:
-    "Run a reproduction experiment, print its table, write its JSON (and CSV), and its plot as PNG (and SVG) under `--out`."
-    if args.list or args.name is None:
-        print("experiments (dpnb experiment NAME):")
-        for name, (summary, _) in EXPERIMENTS.items(): print(f"  {name:<20} {summary}")
-        return 0 if args.list else 2
-    _experiment_args(args)
-    base = args.seed or 0
-    out, stem = Path(args.out or f"dpnb-{args.name}"), args.name.replace("-", "_")
-    store = out / "runs.jsonl"                                        # finished runs: a stopped grid resumes from here
-    if args.fresh and store.exists(): store.unlink()
-    grid = dict(jobs=args.jobs, scheduler=args.scheduler, cache_path=store)
+# %% ../nbs/interface/50_cli.ipynb #82d87c02
+def _run_experiment(args, base:int, grid:dict) -> tuple:
+    "(result, its table formatter, its plotter) of the experiment `args.name`."
     if args.name == "sosp-escape":
         from dpnotebooks.sosp_escape import sosp_escape_experiment, format_sosp_escape as fmt, plot_sosp_escape as plot
         res = sosp_escape_experiment(epsilons=args.epsilons, seeds=args.seeds, n=args.n, d=args.d, alpha=args.alpha, delta=args.delta,
@@ -360,8 +343,20 @@ def cmd_experiment(args) -> int:
         res = sample_complexity_experiment(ds=args.ds, epsilons=args.epsilons, algorithms=args.algorithms or ["klt-single-pass", "ztc", "ztc-naive"],
                                            alpha=args.alpha, beta=args.beta, delta=args.delta, seeds=list(range(base, base + args.seeds)), n_min=args.n_min, n_max=args.n_max,
                                            d_fixed=args.d_fixed, accuracy_epsilons=args.accuracy_epsilons, progress=not args.quiet, **grid)
+    return res, fmt, plot
+
+# %% ../nbs/interface/50_cli.ipynb #5adaceea
+def _csv_rows(res:dict) -> list:
+    "The experiment's per-run or per-point records with their scalar fields (nested lists and dicts left to the JSON)."
+    for key in ("rows", "smallest", "points"):
+        if key in res and res[key]:
+            flat = [{k: ("+".join(map(str, v)) if key == "rows" and isinstance(v, list) else v) for k, v in r.items()} for r in res[key]]
+            return [{k: v for k, v in r.items() if v is None or isinstance(v, (str, int, float, bool, np.floating, np.integer))} for r in flat]
+    return []
+
+def _write_experiment(res:dict, out:Path, stem:str, plot) -> list:
+    "Write OUT/STEM.json, OUT/STEM.csv (when the result has per-run rows) and the plot as PNG and SVG; returns the CSV rows."
     out.mkdir(parents=True, exist_ok=True)
-    if res.get("resumed_runs"): print(f"resumed {res['resumed_runs']} finished runs from {store} (--fresh starts over)")
     (out / f"{stem}.json").write_text(json.dumps(_jsonable(res), indent=1))
     rows = _csv_rows(res)
     if rows:
@@ -370,27 +365,28 @@ def cmd_experiment(args) -> int:
         with open(out / f"{stem}.csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=fields); w.writeheader(); w.writerows(_jsonable(rows))
     for ext in ("png", "svg"): plot(res, out / f"{stem}.{ext}")
+    return rows
+
+# %% ../nbs/interface/50_cli.ipynb #c8e96b4a
+def cmd_experiment(args) -> int:
+    "Run a reproduction experiment, print its table, write its JSON (and CSV), and its plot as PNG (and SVG) under `--out`."
+    if args.list or args.name is None:
+        print("experiments (dpnb experiment NAME):")
+        for name, (summary, _) in EXPERIMENTS.items(): print(f"  {name:<20} {summary}")
+        return 0 if args.list else 2
+    _experiment_args(args)
+    out, stem = Path(args.out or f"dpnb-{args.name}"), args.name.replace("-", "_")
+    store = out / "runs.jsonl"                                        # finished runs: a stopped grid resumes from here
+    if args.fresh and store.exists(): store.unlink()
+    res, fmt, plot = _run_experiment(args, args.seed or 0, dict(jobs=args.jobs, scheduler=args.scheduler, cache_path=store))
+    if res.get("resumed_runs"): print(f"resumed {res['resumed_runs']} finished runs from {store} (--fresh starts over)")
+    rows = _write_experiment(res, out, stem, plot)
     print(fmt(res)); print(f"plots: {out / stem}.png, .svg   result: {out / (stem + '.json')}" + (f"   table: {out / (stem + '.csv')}" if rows else ""))
     return 0
 
-# %% ../nbs/interface/50_cli.ipynb #5c808d37
-def _positive_int(s):
-    v = int(s)
-    if v < 1: raise argparse.ArgumentTypeError(f"must be a positive integer, got {s}")
-    return v
-
-def build_parser() -> argparse.ArgumentParser:
-    "The `dpnb` argument parser."
-    ap = argparse.ArgumentParser(prog="dpnb", description="Differentially private nonsmooth and nonconvex optimization.")
-    ap.add_argument("--backend", choices=["numpy", "cupy"], default=None, help="array backend (default: $DPNB_BACKEND or numpy)")
-    sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list algorithms and problems").set_defaults(func=cmd_list)
-    d = sub.add_parser("demo", help="run the main job on embedded defaults")
-    d.add_argument("--out", default="dpnb-demo", help="folder for demo.png and demo.json (default: dpnb-demo)")
-    d.add_argument("--seed", type=int, default=0, help="optimizer seed (default 0)")
-    d.add_argument("--n", type=_positive_int, default=DEMO["n"], help=f"samples (default {DEMO['n']})")
-    d.add_argument("--quiet", action="store_true", help="no progress bar")
-    d.set_defaults(func=cmd_demo)
+# %% ../nbs/interface/50_cli.ipynb #82ecb5f9
+def _add_run(sub):
+    "`dpnb run`: one algorithm, its JSON result (DESIGN.md's contract)."
     r = sub.add_parser("run", help="run one algorithm and write its JSON result")
     r.add_argument("algorithm", nargs="?", default=None, help="a name from `dpnb list` (omit with --resume)")
     r.add_argument("--problem", default="robust-regression", help="problem name (default robust-regression)")
@@ -418,6 +414,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--checkpoint-every", type=_positive_int, default=None, metavar="N", help="steps between checkpoints (default: about 100 per run)")
     r.add_argument("--resume", default=None, metavar="PATH", help="continue the run saved at PATH (its arguments come from the checkpoint)")
     r.set_defaults(func=cmd_run)
+
+# %% ../nbs/interface/50_cli.ipynb #f9a30a07
+def _add_demo(sub):
+    "`dpnb demo`: the main job on embedded defaults."
+    d = sub.add_parser("demo", help="run the main job on embedded defaults")
+    d.add_argument("--out", default="dpnb-demo", help="folder for demo.png and demo.json (default: dpnb-demo)")
+    d.add_argument("--seed", type=int, default=0, help="optimizer seed (default 0)")
+    d.add_argument("--n", type=_positive_int, default=DEMO["n"], help=f"samples (default {DEMO['n']})")
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
+    d.set_defaults(func=cmd_demo)
+
+def _add_audit(sub):
+    "`dpnb audit`: an empirical privacy audit of one mechanism."
     a = sub.add_parser("audit", help="empirical privacy audit of a mechanism: epsilon lower bound beside the claim")
     a.add_argument("--mechanism", choices=sorted(AUDITS), default="tree")
     a.add_argument("--epsilon", type=float, default=1.0, help="target epsilon the mechanism is calibrated to (default 1)")
@@ -427,6 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
     a.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")
     a.set_defaults(func=cmd_audit)
+
+# %% ../nbs/interface/50_cli.ipynb #82505ba9
+def _add_experiment(sub):
+    "`dpnb experiment`: the papers' comparisons."
     x = sub.add_parser("experiment", help="reproduce the papers' comparisons (dpnb experiment --list)")
     x.add_argument("name", nargs="?", choices=list(EXPERIMENTS), help="the experiment to run")
     x.add_argument("--list", action="store_true", help="list the experiments and exit")
@@ -458,6 +471,10 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--out", default=None, help="folder for NAME.json, NAME.csv, NAME.png and NAME.svg (default dpnb-NAME)")
     x.add_argument("--quiet", action="store_true", help="no progress lines")
     x.set_defaults(func=cmd_experiment)
+
+# %% ../nbs/interface/50_cli.ipynb #380718ab
+def _add_bench(sub):
+    "`dpnb bench`: the kernels against their unavoidable work."
     bn = sub.add_parser("bench", help="benchmark the kernels against their unavoidable work; writes JSON and BENCHMARKS.md")
     bn.add_argument("--backend", dest="bench_backend", choices=["numpy", "cupy"], default=None, help="one backend (default: every available one)")
     bn.add_argument("--quick", action="store_true", help="the small grid (CI)")
@@ -467,13 +484,27 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--markdown", default="BENCHMARKS.md", help="the tables (default BENCHMARKS.md; '' to skip)")
     bn.add_argument("--quiet", action="store_true", help="no progress bar")
     bn.set_defaults(func=_cmd_bench)
-    return ap
 
 def _cmd_bench(args) -> int:
     "`dpnb bench`: see `dpnotebooks.bench.cmd_bench`."
     from dpnotebooks.bench import cmd_bench
     args.backend = args.bench_backend
     return cmd_bench(args)
+
+# %% ../nbs/interface/50_cli.ipynb #5c808d37
+def _positive_int(s):
+    v = int(s)
+    if v < 1: raise argparse.ArgumentTypeError(f"must be a positive integer, got {s}")
+    return v
+
+def build_parser() -> argparse.ArgumentParser:
+    "The `dpnb` argument parser."
+    ap = argparse.ArgumentParser(prog="dpnb", description="Differentially private nonsmooth and nonconvex optimization.")
+    ap.add_argument("--backend", choices=["numpy", "cupy"], default=None, help="array backend (default: $DPNB_BACKEND or numpy)")
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list algorithms and problems").set_defaults(func=cmd_list)
+    for add in (_add_demo, _add_run, _add_audit, _add_experiment, _add_bench): add(sub)
+    return ap
 
 # %% ../nbs/interface/50_cli.ipynb #48624b8b
 def main(argv=None) -> int:

@@ -264,6 +264,7 @@ def experiment_executor(jobs:int, # local Dask workers, one process each (1 and 
             if cluster is not None: cluster.close()
     return dask_executor()
 
+# %% ../nbs/experiments/60_sample_complexity.ipynb #4e8aa34e
 class RunStore(dict):
     "A cache of finished runs that appends each one to a JSON-lines file and reloads the file, so a stopped grid resumes where it stopped."
     def __init__(self, path=None, # the file (None: in memory only)
@@ -286,6 +287,7 @@ class RunStore(dict):
 def _tuples(v): return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
 def _plain(v): return v.item() if hasattr(v, "item") else str(v)
 
+# %% ../nbs/experiments/60_sample_complexity.ipynb #b5f8d8b3
 def sample_complexity_experiment(ds=(4, 8, 16), # dimensions
                                  epsilons=(1.0,), # ε values for the smallest-n grid and the slopes
                                  algorithms=("klt-single-pass", "ztc", "ztc-naive"),

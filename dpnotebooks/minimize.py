@@ -115,10 +115,11 @@ def klt_single_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float
               "sensitivity enforced by per-sample clipping (C1, C2); sigma from the accountant")
     errata += (("Alg. 5 / eq. 10: perturbations uniform in the ball", "Lemma 6.3: period-start sensitivity 2L/B1, not L/B1")
                if first_order else ("Alg. 3: increment directions on the sphere, not the ball",))
-    return Plan(name, "KLT Thm. 6.1 (Alg. 2 + Alg. 5)" if first_order else "KLT Thm. 3.1 (Alg. 2 + Alg. 3)",
-                n, d, float(epsilon), float(delta), float(alpha), beta, float(L), float(Phi), T, D, M, D / (G1 * math.sqrt(M)),
-                period, period, 1, m, sigma, 0.0, C1, C2, False, rate(n), need, chosen, accountant, errata,
-                dict(directions=directions, c_D=c_D, c_Sigma=c_Sigma, c_rate=c_rate, clip_prob=clip_prob, G1=G1, m_theory=m_theory))
+    return Plan(algorithm=name, theorem="KLT Thm. 6.1 (Alg. 2 + Alg. 5)" if first_order else "KLT Thm. 3.1 (Alg. 2 + Alg. 3)",
+                n=n, d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi),
+                T=T, D=D, M=M, eta=D / (G1 * math.sqrt(M)), period=period, B1=period, B2=1, m=m, sigma=sigma, sigma2=0.0, C1=C1,
+                C2=C2, restart=False, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
+                extra=dict(directions=directions, c_D=c_D, c_Sigma=c_Sigma, c_rate=c_rate, clip_prob=clip_prob, G1=G1, m_theory=m_theory))
 
 # %% ../nbs/planning/30_minimize.ipynb #6c39d57d
 def klt_multi_pass_rate(n, d, epsilon, alpha, L=1.0, Phi=1.0) -> float:
@@ -165,9 +166,11 @@ def klt_multi_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float,
     errata = ("Thm. 4.1: D = αβ²/L² and T = ΦL²/(αβ³) (printed α², α² are typos)",
               "Lemma 4.3: m must also make the increments' sensitivity small (enforced by clipping; m = max of both)",
               "Alg. 4: increment directions on the sphere, not the ball")
-    return Plan("klt-multi-pass", "KLT Thm. 4.1 (Alg. 2 + Alg. 4)", n, d, float(epsilon), float(delta), float(alpha), beta,
-                float(L), float(Phi), T, D, M, D / (G1 * math.sqrt(M)), period, n, n, m, sigma1, sigma2, C1, C2, False,
-                rate(n), need, chosen, accountant, errata, dict(directions=directions, noise_multiplier=z, G1=G1, m_theory=m_theory))
+    return Plan(algorithm="klt-multi-pass", theorem="KLT Thm. 4.1 (Alg. 2 + Alg. 4)", n=n, d=d, epsilon=float(epsilon),
+                delta=float(delta), alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi), T=T, D=D, M=M,
+                eta=D / (G1 * math.sqrt(M)), period=period, B1=n, B2=n, m=m, sigma=sigma1, sigma2=sigma2, C1=C1, C2=C2,
+                restart=False, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
+                extra=dict(directions=directions, noise_multiplier=z, G1=G1, m_theory=m_theory))
 
 # %% ../nbs/planning/30_minimize.ipynb #2527811d
 def ztc_rho(epsilon:float, delta:float) -> float:
@@ -202,9 +205,11 @@ def ztc_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float
     G = math.sqrt(3 * (16 * d * L**2 / B1 + 64 * d * L**2 / (B2 * period) + L**2 + tree_levels(period) * d * sigma**2))
     errata = ("Thm. 4.9: T = max(T1, T2), not min", "Cor. 4.4: tree levels floor(log2 T)+1, not 2 ln T",
               "guarantee at radius 2·alpha (Cor. 2.3)", "sigma from the accountant at the clipped sensitivity")
-    return Plan("ztc", "ZTC Thm. 4.9 (Alg. 3 + 4 + 5)", n, d, float(epsilon), float(delta), float(alpha), beta, float(L), float(Phi),
-                K * period, D, period, D / (G * math.sqrt(period)), period, B1, B2, int(n_dirs or d), sigma, 0.0, 0.0, 0.0, True,
-                rate(n), need, chosen, accountant, errata, dict(T1=T1, T2=T2, rho=rho, K=K, T_rule=T_rule, G=G))
+    return Plan(algorithm="ztc", theorem="ZTC Thm. 4.9 (Alg. 3 + 4 + 5)", n=n, d=d, epsilon=float(epsilon), delta=float(delta),
+                alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi), T=K * period, D=D, M=period,
+                eta=D / (G * math.sqrt(period)), period=period, B1=B1, B2=B2, m=int(n_dirs or d), sigma=sigma, sigma2=0.0,
+                C1=0.0, C2=0.0, restart=True, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
+                errata=errata, extra=dict(T1=T1, T2=T2, rho=rho, K=K, T_rule=T_rule, G=G))
 
 # %% ../nbs/planning/30_minimize.ipynb #e45d4422
 def _naive_bound(T, n, d, alpha, L, Phi, B, rho):
@@ -243,10 +248,13 @@ def naive_recipe(n:int, d:int, epsilon:float|None, delta:float|None, alpha:float
     sigma = calibrate_gaussian(epsilon, delta, s, 1, accountant) if private else 0.0
     G = math.sqrt(L**2 + zo_term_variance(d, L) / B + d * sigma**2)
     errata = ("App. E: sigma for sensitivity 2dL/B (printed dL/(B rho))", "T minimizes the explicit bound (printed min rule)") if private else ()
-    return Plan(name, "ZTC App. E (Alg. 3 + Alg. 6)" if private else "Kornowski & Shamir 2023 (O2NC + two-point estimator)",
-                n, d, float(epsilon) if private else math.inf, float(delta) if private else 0.0, float(alpha), beta, float(L), float(Phi),
-                K * period, D, period, D / (G * math.sqrt(period)), period, B, B, 1, sigma, 0.0, 0.0, 0.0, True,
-                rate(n), need, chosen, accountant, errata, dict(K=K, rho=rho, G=G))
+    return Plan(algorithm=name,
+                theorem="ZTC App. E (Alg. 3 + Alg. 6)" if private else "Kornowski & Shamir 2023 (O2NC + two-point estimator)",
+                n=n, d=d, epsilon=float(epsilon) if private else math.inf, delta=float(delta) if private else 0.0,
+                alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi), T=K * period, D=D, M=period,
+                eta=D / (G * math.sqrt(period)), period=period, B1=B, B2=B, m=1, sigma=sigma, sigma2=0.0, C1=0.0, C2=0.0,
+                restart=True, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
+                extra=dict(K=K, rho=rho, G=G))
 
 # %% ../nbs/planning/30_minimize.ipynb #5eb66ba7
 def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float|None=None, L:float=1.0, Phi:float=1.0,
@@ -264,10 +272,12 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:flo
     unit = dpsgd_releases(n, steps, b, L, 1.0, sampling)
     sigma = calibrate_ledger(unit, epsilon, delta, accountant)
     rate = lambda k: klt_single_pass_rate(k, d, epsilon, alpha, L, Phi)
-    return Plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, float(epsilon), float(delta), float(alpha),
-                float(beta) if beta else rate(n), float(L), float(Phi), steps, 0.0, 1, float(lr or 0.5 * alpha), 1, b, b, 1, sigma,
-                0.0, L, 0.0, False, rate(n), n_for_rate(rate, float(beta) if beta else rate(n)), beta is None, accountant,
-                ("per-sample clipping to L; sigma from the accountant",), dict(sampling=sampling, epochs=epochs))
+    return Plan(algorithm="dp-sgd", theorem="DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n=n, d=d,
+                epsilon=float(epsilon), delta=float(delta), alpha=float(alpha), beta=float(beta) if beta else rate(n),
+                L=float(L), Phi=float(Phi), T=steps, D=0.0, M=1, eta=float(lr or 0.5 * alpha), period=1, B1=b, B2=b, m=1,
+                sigma=sigma, sigma2=0.0, C1=L, C2=0.0, restart=False, rate=rate(n),
+                n_required=n_for_rate(rate, float(beta) if beta else rate(n)), beta_chosen=beta is None, accountant=accountant,
+                errata=("per-sample clipping to L; sigma from the accountant",), extra=dict(sampling=sampling, epochs=epochs))
 
 # %% ../nbs/planning/30_minimize.ipynb #ef49a1e1
 def _o2nc_releases(build, problem, plan, step:int|None=None) -> Ledger:
@@ -407,7 +417,7 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
             else: plan = plan._replace(sigma=c)
     return plan
 
-# %% ../nbs/planning/30_minimize.ipynb #7dedb614
+# %% ../nbs/planning/30_minimize.ipynb #344c3ad0
 def _check_x0(x0, d:int):
     "A user's starting point: a finite vector of the problem's dimension."
     x = np.asarray(to_numpy(x0) if hasattr(x0, "get") else x0, dtype=float)
@@ -418,6 +428,7 @@ def _check_x0(x0, d:int):
 def _nonprivate_ledger() -> Ledger:
     return Ledger((Release("nonprivate", 0.0, 0.0, 1, "all", "output computed without noise: NOT private"),))
 
+# %% ../nbs/planning/30_minimize.ipynb #12a7d1fe
 CLIP_WARN_ABOVE = 0.1   # with non-private diagnostics, a run that clipped more than this fraction of its per-sample quantities warns
 DIAGNOSTICS = (None, "nonprivate")
 
@@ -429,6 +440,7 @@ def _diagnostics(res, diagnostics:str|None, algorithm:str, L:float):
     warn_clipping(np_.get("clipped_fraction", 0.0), CLIP_WARN_ABOVE, f"{algorithm}'s per-sample quantities", L=L, stacklevel=3)
     return res._replace(nonprivate=np_)
 
+# %% ../nbs/planning/30_minimize.ipynb #4fb2c7ea
 def run_fingerprint(problem, algorithm:str, plan, x0, seed) -> dict:
     "Content hashes of what defines a run (data, problem, algorithm, plan, x0, seed, backend, version): a checkpoint resumes only the same run."
     from dpnotebooks import __version__
@@ -449,6 +461,13 @@ def _checkpointer(problem, algorithm, plan, x0, seed, rng, checkpoint, checkpoin
     ck.rng_state = rng.state
     return ck, rng
 
+def _ck_report(ck) -> dict|None:
+    "What checkpointing did in this run (for `Result.trace['checkpoint']`)."
+    if ck.path is None: return None
+    return dict(path=str(ck.path), every=ck.every, saves=ck.saves, last_step=ck.saved_step, bytes=ck.bytes, seconds=ck.seconds,
+                resumed_from=int(ck.loaded.meta["step"]) if ck.loaded is not None else None)
+
+# %% ../nbs/planning/30_minimize.ipynb #7dedb614
 def minimize(problem, # a `Problem` with its data
              algorithm:str="klt-single-pass", # a name from `list_algorithms()`
              epsilon:float|None=None, # target ε > 0
@@ -487,6 +506,7 @@ def minimize(problem, # a `Problem` with its data
                                rng.seeded, seed, accountant, out.samples_used, out.max_uses, out.nonprivate, trace,
                                time.perf_counter() - t0, rng.secure), diagnostics, algorithm, problem.L)
 
+# %% ../nbs/planning/30_minimize.ipynb #62cf278b
 def _run(alg, problem, plan, rng, x0, progress, ck) -> RunOutput:
     "`alg.run` with the faults of every algorithm handled alike: a fault mid-run is a `RunStopped` with its step and exact ledger."
     try:
@@ -511,12 +531,7 @@ def _run(alg, problem, plan, rng, x0, progress, ck) -> RunOutput:
                          epsilon_spent=plan.epsilon if alg.private else None, algorithm=alg.name)
     return out
 
-def _ck_report(ck) -> dict|None:
-    "What checkpointing did in this run (for `Result.trace['checkpoint']`)."
-    if ck.path is None: return None
-    return dict(path=str(ck.path), every=ck.every, saves=ck.saves, last_step=ck.saved_step, bytes=ck.bytes, seconds=ck.seconds,
-                resumed_from=int(ck.loaded.meta["step"]) if ck.loaded is not None else None)
-
+# %% ../nbs/planning/30_minimize.ipynb #705dfb91
 def _dpsgd_ledger_at(plan, step:int) -> Ledger:
     "The releases of the first `step` DP-SGD steps: the epochs begun so far (shuffle) or `step` subsampled Gaussians (Poisson)."
     from dpnotebooks.dpsgd import dpsgd_releases

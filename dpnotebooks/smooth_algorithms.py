@@ -83,9 +83,12 @@ def spider_recipe(n:int, d:int, epsilon:float, delta:float,
               "Poisson batches priced for replace-one (PLD); the multipliers in Alg. 1's ratio z1/z2, the constant c from the accountant",
               "η = min{1/(2L1), 1/(2τ2√q)}: Lemma 3 needs qτ2²η² ≤ 1/4, which Thm 9's 1/(2L1) breaks once c > 1",
               "sensitivity enforced by clipping: gradients to L0, differences to min(L1||Δw||, 2L0)")
-    return Plan("abggmu-spider", "ABGGMU Thm 1 / Thm 9 (arXiv Alg. 1, Private SpiderBoost)", n, d, float(epsilon), float(delta),
-                float(alpha or 0.0), beta, float(L), float(Phi), s["T"], 0.0, 1, eta, s["q"], s["b1"], s["b2"], 1, z, 0.0,
-                float(L), float(L1), False, rate(n), need, chosen, accountant, errata, dict(L1=float(L1), c_rate=c_rate, eta_thm9=s["eta"],
+    return Plan(algorithm="abggmu-spider", theorem="ABGGMU Thm 1 / Thm 9 (arXiv Alg. 1, Private SpiderBoost)", n=n, d=d,
+                epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0), beta=beta, L=float(L), Phi=float(Phi),
+                T=s["T"], D=0.0, M=1, eta=eta, period=s["q"], B1=s["b1"], B2=s["b2"], m=1, sigma=z, sigma2=0.0, C1=float(L),
+                C2=float(L1), restart=False, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
+                errata=errata,
+                extra=dict(L1=float(L1), c_rate=c_rate, eta_thm9=s["eta"],
                      noise_ratio=spider_noise_ratio(n, s["T"], s["q"], s["b1"], s["b2"])))
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #ad9b0d8d
@@ -149,10 +152,12 @@ def tree_spider_recipe(n:int, d:int, epsilon:float, delta:float,
     errata = ("Thm 4: β = α·min{1, ε√(b/d)} (erratum 4)", "Thm 4: b = max{n^{2/3}, √n d^{1/4}/√ε}, rounded to D·2^(D+1)",
               f"step after the last leaf: {step_after_last_leaf} (erratum 5)", "stop threshold α̃ exposed (the paper's C̃α is vacuous)",
               "sensitivity enforced by clipping to the planned bounds; replace-one, parallel composition over disjoint nodes")
-    return Plan("abggmu-tree-spider", "ABGGMU Thm 3 / Thm 4 (arXiv Alg. 2, tree-based private Spider)", n, d, float(epsilon),
-                float(delta), float(alpha or 0.0), beta, float(L), float(Phi), s["T"], s["beta"] / (2 ** (s["D"] / 2) * L1), 1, 0.0,
-                2 ** s["D"], s["b"], s["b"] // 2, 1, z, 0.0, float(L), float(L1), False, rate(n), need, chosen, accountant, errata,
-                dict(depth=s["D"], beta_step=s["beta"], alpha_thm=s["alpha"], alpha_tilde=float(at), L1=float(L1),
+    return Plan(algorithm="abggmu-tree-spider", theorem="ABGGMU Thm 3 / Thm 4 (arXiv Alg. 2, tree-based private Spider)", n=n,
+                d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0), beta=beta, L=float(L),
+                Phi=float(Phi), T=s["T"], D=s["beta"] / (2 ** (s["D"] / 2) * L1), M=1, eta=0.0, period=2 ** s["D"], B1=s["b"],
+                B2=s["b"] // 2, m=1, sigma=z, sigma2=0.0, C1=float(L), C2=float(L1), restart=False, rate=rate(n),
+                n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
+                extra=dict(depth=s["D"], beta_step=s["beta"], alpha_thm=s["alpha"], alpha_tilde=float(at), L1=float(L1),
                      step_after_last_leaf=step_after_last_leaf, samples=s["T"] * tree_samples_per_round(s["D"], s["b"])))
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #182d804c
@@ -215,13 +220,15 @@ def convex_recipe(n:int, d:int, epsilon:float, delta:float,
     rate = lambda k: c_rate * convex_rate(k, d, epsilon, L)
     beta, need, chosen = choose_target(rate, n, beta, "abggmu-convex")
     s = convex_schedule(n, d, epsilon, delta, L, L1, radius, K_max)
-    plan = Plan("abggmu-convex", "ABGGMU Thm 5 (Alg. 3 + Alg. 7, recursive regularization with NoisyGD)", n, d, float(epsilon),
-                float(delta), float(alpha or 0.0), beta, float(L), float(Phi), s["T"], float(radius), 1, 0.0, s["m"], s["m"], s["m"], 1,
-                1.0, 0.0, float(L), float(L1), False, rate(n), need, chosen, accountant,
-                ("Alg. 3: loop t = 1..T (T stages)", "σ_t uses the stage size m = ⌊n/T⌋, not n, and K_t, not K_t² (erratum 6)",
+    plan = Plan(algorithm="abggmu-convex", theorem="ABGGMU Thm 5 (Alg. 3 + Alg. 7, recursive regularization with NoisyGD)", n=n,
+                d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0), beta=beta, L=float(L),
+                Phi=float(Phi), T=s["T"], D=float(radius), M=1, eta=0.0, period=s["m"], B1=s["m"], B2=s["m"], m=1, sigma=1.0,
+                sigma2=0.0, C1=float(L), C2=float(L1), restart=False, rate=rate(n), n_required=need, beta_chosen=chosen,
+                accountant=accountant,
+                errata=("Alg. 3: loop t = 1..T (T stages)", "σ_t uses the stage size m = ⌊n/T⌋, not n, and K_t, not K_t² (erratum 6)",
                  "λ = L0²/(L1R²)·min(1/n, d/(nε)²) (the square on R)", "K_t from Lemma D.3 with μ_t = (2^t−1)λ, capped at K_max",
                  "per-sample gradients clipped to L0; stages on disjoint chunks (parallel composition)"),
-                dict(lam=s["lam"], K=s["K"], K_theory=s["K_theory"], radius=float(radius), warm_start=warm_start, L1=float(L1)))
+                extra=dict(lam=s["lam"], K=s["K"], K_theory=s["K_theory"], radius=float(radius), warm_start=warm_start, L1=float(L1)))
     return plan._replace(sigma=calibrate_ledger(_convex_ledger(plan, 1.0), epsilon, delta, accountant))
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #aa1306ed

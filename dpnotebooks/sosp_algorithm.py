@@ -82,11 +82,14 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
               "b_t from ||x_t − x_{t−1}|| = η||g_{t−1}|| (E2); the loop stops when a step's batches do not fit (E15)",
               "tree: binary decomposition, a fresh tree at every refresh (E3, §2.2 (a))",
               f"τ_eff = {tau} ≥ 1 (E1)", "output: the first anchor whose escape failed (§2.7, missing in the paper)")
-    return Plan("lt-sosp" if private else "lt-sosp-nonprivate", "LT Thm 3.17 (Alg. 3 + Alg. 4 oracles + Alg. 2 escape), note §2.9", int(n), int(d),
-                float(epsilon) if private else math.inf, float(delta) if private else 0.0, p.alpha, p.alpha, float(L), float(Phi),
-                p.T, p.Xi, 1, p.eta, p.T, p.b, 1, 1, p.sigma_tree, p.sigma_esc, float(L), float(M), False,
-                lt_sosp_rate(n, d, epsilon if private else math.inf, Phi, L, M, rho), need, chosen, accountant, errata,
-                dict(params=p._asdict(), n_min=n_min, lambda_threshold=-math.sqrt(rho * p.alpha), rho=float(rho)))
+    return Plan(algorithm="lt-sosp" if private else "lt-sosp-nonprivate",
+                theorem="LT Thm 3.17 (Alg. 3 + Alg. 4 oracles + Alg. 2 escape), note §2.9", n=int(n), d=int(d),
+                epsilon=float(epsilon) if private else math.inf, delta=float(delta) if private else 0.0, alpha=p.alpha,
+                beta=p.alpha, L=float(L), Phi=float(Phi), T=p.T, D=p.Xi, M=1, eta=p.eta, period=p.T, B1=p.b, B2=1, m=1,
+                sigma=p.sigma_tree, sigma2=p.sigma_esc, C1=float(L), C2=float(M), restart=False,
+                rate=lt_sosp_rate(n, d, epsilon if private else math.inf, Phi, L, M, rho), n_required=need, beta_chosen=chosen,
+                accountant=accountant, errata=errata,
+                extra=dict(params=p._asdict(), n_min=n_min, lambda_threshold=-math.sqrt(rho * p.alpha), rho=float(rho)))
 
 # %% ../nbs/planning/33_sosp_algorithm.ipynb #1364d55a
 _FIELDS = dict(T="T", B1="b", eta="eta", sigma="sigma_tree", sigma2="sigma_esc", D="Xi")

@@ -1,13 +1,15 @@
 """Run the tests, tier by tier: the notebooks' checks (nbdev-test) and pytest, each even when the other fails.
 
     .venv/bin/python tools/test.py                # the fast tier: what README's test command runs (a few minutes on 2 cores)
-    .venv/bin/python tools/test.py --tier slow    # the slow tier: cells marked `#| slow` and tests marked slow (.ci/run adds it)
+    .venv/bin/python tools/test.py --tier slow    # the slow tier (.ci/run adds it): the site build, which executes every
+                                                  # notebook with its `#| slow` cells, then the tests marked slow
     .venv/bin/python tools/test.py --tier all     # both
 
-Prints the time of each part and of the tier, pytest's 25 slowest tests (`--durations`) and nbdev-test's time per notebook;
-the exit status is 0 only when every part passed.
+Prints the time of each part and of the tier, pytest's 25 slowest tests (`--durations`), nbdev-test's time per notebook and
+its cells slower than 20 s (a fast-tier cell is stopped at 120 s; none should pass 60 s); the exit status is 0 only when
+every part passed. The slow tier builds the site into $DPNB_SITE (default _site/), and the site tests open that build.
 """
-import argparse, json, re, subprocess, sys, time
+import argparse, json, os, re, subprocess, sys, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,20 +27,21 @@ def slow_notebooks() -> list:
     return out
 
 def parts(tier:str) -> list:
-    "(name, argv) of the commands of a tier."
+    "(name, argv, env) of the commands of a tier."
     pytest = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--dist", "loadfile", "--durations=25", "-q", "tests"]
-    fast = [("nbdev-test", [str(BIN / "nbdev-test"), "--n-workers", "2", "--timing"]), ("pytest", pytest)]
-    names = slow_notebooks()
-    file_re = "^(" + "|".join(re.escape(n) for n in names) + ")$"
-    slow = ([("nbdev-test --flags slow", [str(BIN / "nbdev-test"), "--n-workers", "2", "--timing", "--flags", "slow", "--file-re", file_re])]
-            if names else []) + [("pytest -m slow", pytest + ["-m", "slow"])]
+    nbdev = [str(BIN / "nbdev-test"), "--n-workers", "2", "--timing", "--cell-timing-min", "20", "--cell-timeout", "120"]
+    fast = [("nbdev-test", nbdev, {}), ("pytest", pytest, {})]
+    site = os.environ.get("DPNB_SITE") or str(ROOT / "_site")
+    slow = [(f"site build (every notebook, {len(slow_notebooks())} with slow cells)",
+             [str(BIN / "python"), str(ROOT / "tools" / "build_site.py"), "--out", site], {}),
+            ("pytest -m slow", pytest + ["-m", "slow"], dict(DPNB_SITE=site))]
     return dict(fast=fast, slow=slow, all=fast + slow)[tier]
 
 def run(tier:str) -> int:
     t0, results = time.time(), []
-    for name, argv in parts(tier):
+    for name, argv, env in parts(tier):
         print(f"\n===== {tier} tier: {name} =====\n+ {' '.join(argv)}", flush=True)
-        t = time.time(); rc = subprocess.call(argv, cwd=ROOT)
+        t = time.time(); rc = subprocess.call(argv, cwd=ROOT, env={**os.environ, **env})
         if rc == 5 and name.startswith("pytest"): print("pytest collected no tests: that is a failure here")
         results.append((name, rc, time.time() - t))
     print(f"\n===== {tier} tier: {time.time() - t0:.0f} s =====")

@@ -1,0 +1,58 @@
+"""Issue 19: the package's shape stays what it was made. The import graph has no cycle and no module imports a `_`-prefixed
+name from another; the budget is checked in one place (`minimize`); every driver runs through `run_loop`; the package face
+exports the entry points; and the test tiers run both halves even when one fails."""
+import ast, importlib.util, json, subprocess, sys
+from pathlib import Path
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+def _tool(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod); return mod
+
+def test_import_graph_is_acyclic_and_imports_no_private_names():
+    ig = _tool("import_graph")
+    edges, private = ig.graph(ROOT)
+    assert ig.cycles(edges) == [], ig.cycles(edges)
+    assert private == [], private
+
+def test_cycle_detection_can_fail():
+    ig = _tool("import_graph")
+    assert ig.cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+def _calls(name):
+    "(module, line) of every call of `name` in the package's source."
+    out = []
+    for f in sorted((ROOT / "dpnotebooks").glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == name:
+                out.append((f.stem, node.lineno))
+    return out
+
+def test_the_budget_is_checked_in_one_place():
+    assert [m for m, _ in _calls("check_budget")] == ["minimize"], _calls("check_budget")
+
+def test_every_driver_runs_through_the_run_loop():
+    loops = sorted(m for m, _ in _calls("run_loop"))
+    assert loops == sorted(["o2nc", "dpsgd", "spiderboost", "spiderboost", "convex_glm", "sosp"]), loops
+    assert [m for m, _ in _calls("begin")] == ["runloop"], _calls("begin")      # only the loop talks to the checkpointer
+
+def test_the_package_face():
+    import dpnotebooks
+    for name in ("minimize", "plan", "get_problem", "Dataset", "set_backend", "Result", "list_algorithms"):
+        assert name in dpnotebooks.__all__ and callable(getattr(dpnotebooks, name)), name
+    assert "problem:" in dpnotebooks.minimize.__doc__ and "A tour" in dpnotebooks.__doc__
+
+def test_the_tiers_run_both_parts_even_when_one_fails(tmp_path, monkeypatch):
+    t = _tool("test")
+    marker = tmp_path / "second-ran"
+    monkeypatch.setattr(t, "parts", lambda tier: [("first", [sys.executable, "-c", "raise SystemExit(3)"], {}),
+                                                  ("second", [sys.executable, "-c", f"open({str(marker)!r}, 'w')"], {})])
+    assert t.run("fast") == 1 and marker.exists()
+    assert [n for n, _, _ in _tool("test").parts("fast")] == ["nbdev-test", "pytest"]
+
+def test_slow_tests_are_left_out_of_the_fast_tier():
+    res = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_site.py"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert "test_every_page" not in res.stdout and "deselected" in res.stdout, res.stdout
