@@ -170,6 +170,7 @@ def check_writable(path) -> Path:
         if probe.exists(): probe.unlink()
     return path
 
+# %% ../nbs/core/04b_checkpoint.ipynb #ad2609ee
 class Saved(NamedTuple):
     "A verified checkpoint: its plain-data `meta` and the loop's state (bytes, unpickled by `Checkpointer.begin`)."
     meta: dict

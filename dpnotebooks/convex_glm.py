@@ -314,6 +314,7 @@ class ProjectedGLM(LinearModel):
     def dpsi(self, t, y): return self.base.dpsi(t, y)
     def d2psi(self, t, y): return self.base.d2psi(t, y)
 
+# %% ../nbs/algorithms/22_convex_glm.ipynb #b83e72ef
 class JLOutput(NamedTuple):
     "What `jl_method` returns."
     w: np.ndarray          # w̄ = Φᵀ w̃ (host array, dimension d)
@@ -346,6 +347,7 @@ def jl_project(problem, # the base `LinearModel`
     c = clip_rows(problem.data.A @ asarray(Phi).T, math.sqrt(2) * check_positive("x_norm", x_norm))
     return ProjectedGLM(problem, Dataset(c.values, problem.data.y, f"jl-{problem.data.name}"), x_norm), c
 
+# %% ../nbs/algorithms/22_convex_glm.ipynb #79731b3d
 def jl_method(problem, # a `LinearModel` (GLM) on d features
               k:int, # target dimension: PUBLIC (e.g. `jl_dimension` of a public rank bound); never the data's rank
               solve:Callable, # the private base algorithm A: solve(projected_problem, rng) -> w̃ (k,) or an object with `.w`

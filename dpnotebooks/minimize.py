@@ -126,6 +126,7 @@ def klt_multi_pass_rate(n, d, epsilon, alpha, L=1.0, Phi=1.0) -> float:
     "β̂(n) of KLT Thm. 4.1 (ERM), constants 1."
     return (math.sqrt(Phi) * L * d**0.75 / (n * epsilon * math.sqrt(alpha))) ** (2 / 3)
 
+# %% ../nbs/planning/30_minimize.ipynb #5fba4c56
 def klt_multi_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float,
                           beta:float|None=None, # target β for the empirical loss F̂ (None: β̂(n))
                           L:float=1.0, Phi:float=1.0, accountant:str=DEFAULT_ACCOUNTANT,
@@ -182,6 +183,7 @@ def ztc_rate(n, d, epsilon, delta, alpha, L=1.0, Phi=1.0) -> float:
     A, rho = Phi + L * alpha, ztc_rho(epsilon, delta)
     return (A * d * L**2 / (alpha * n)) ** (1 / 3) + (A * d**1.5 * L / (rho * alpha * n)) ** 0.5
 
+# %% ../nbs/planning/30_minimize.ipynb #4f4e13ca
 def ztc_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float|None=None, L:float=1.0, Phi:float=1.0,
                accountant:str=DEFAULT_ACCOUNTANT,
                c_rate:float=1.0, # constant in front of the rate
@@ -228,6 +230,7 @@ def naive_rate(n, d, epsilon, delta, alpha, L=1.0, Phi=1.0, B=None, private=True
     B = B or (max(1, round(d**1.5 / rho)) if private else 1)
     return _naive_bound(_naive_T(n, d, alpha, L, Phi, B, rho), n, d, alpha, L, Phi, B, rho)
 
+# %% ../nbs/planning/30_minimize.ipynb #2da0f567
 def naive_recipe(n:int, d:int, epsilon:float|None, delta:float|None, alpha:float, beta:float|None=None, L:float=1.0,
                  Phi:float=1.0, accountant:str=DEFAULT_ACCOUNTANT, c_rate:float=1.0,
                  B:int|None=None, # batch per step (default max(1, round(d^{3/2}/ρ)); the paper: 1)
@@ -375,6 +378,7 @@ def _unit_ledger(problem, plan, alg):
     if alg.unit_ledger is None: raise ValueError(f"{alg.name}: its plan fields cannot be overridden; change its recipe constants instead.")
     return alg.unit_ledger(problem, plan)
 
+# %% ../nbs/planning/30_minimize.ipynb #2821141d
 def check_request(algorithm:str, epsilon=None, delta=None, alpha=None, beta=None, **overrides):
     "The request alone, before any problem or data exists: a known algorithm, its privacy target, positive alpha and beta, known overrides."
     alg = get_algorithm(algorithm)
@@ -385,6 +389,7 @@ def check_request(algorithm:str, epsilon=None, delta=None, alpha=None, beta=None
         if v is not None: check_positive(name, v)
     _split_overrides(alg.recipe, overrides)
 
+# %% ../nbs/planning/30_minimize.ipynb #46d6e8cb
 def plan_run(problem, # a `Problem` (its data, dim and L are used)
              algorithm:str="klt-single-pass", # a name from `list_algorithms()`
              epsilon:float|None=None, delta:float|None=None, # the privacy target (ignored by non-private algorithms)

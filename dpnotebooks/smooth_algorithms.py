@@ -62,6 +62,7 @@ def spider_n_min(d, epsilon, delta, L0=1.0, L1=1.0, F0=1.0) -> int:
     return max(2, math.ceil(max((L0 * epsilon) ** 2 / (F0 * L1 * d * math.log(1 / delta)),
                                 math.sqrt(d) * max(1.0, math.sqrt(L1 * F0) / L0) / epsilon)))
 
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #025211ce
 def spider_recipe(n:int, d:int, epsilon:float, delta:float,
                   alpha:float|None=None, # unused: the losses are smooth (kept for `plan_run`'s signature)
                   beta:float|None=None, # target full-batch gradient norm ||∇F(w̄;S)|| (None: the rate β̂(n))
@@ -128,6 +129,7 @@ def _tree_ok(n, d, epsilon, delta, L0, L1, F0) -> bool:
     h = s["D"] / 2 + 1
     return n >= max(math.sqrt(d) * h**2 / epsilon, h**3)
 
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #0c215740
 def tree_spider_recipe(n:int, d:int, epsilon:float, delta:float,
                        alpha:float|None=None, # unused: the losses are smooth (kept for `plan_run`'s signature)
                        beta:float|None=None, # target population gradient norm ||∇F(w;D)|| (None: the rate β̂(n))
@@ -203,6 +205,7 @@ def convex_schedule(n:int, d:int, epsilon:float, delta:float, L0:float, L1:float
         Kth.append(k); Ks.append(min(k, K_max) if K_max else k)
     return dict(lam=lam, T=T, m=m, K=tuple(Ks), K_theory=tuple(Kth))
 
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #692f5560
 def convex_recipe(n:int, d:int, epsilon:float, delta:float,
                   alpha:float|None=None, # unused: the losses are smooth (kept for `plan_run`'s signature)
                   beta:float|None=None, # target population gradient norm (None: the rate β̂(n))

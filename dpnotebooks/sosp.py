@@ -137,6 +137,7 @@ def escape_steps(g, # frozen gradient estimate at the anchor, shape (d,)
     y = np.where(escaped[:, None], to_numpy(X), to_numpy(x0)[None])
     return EscapeOutput(y, escaped, steps, np.array(path) if record else None)
 
+# %% ../nbs/algorithms/21_sosp.ipynb #af2cc6c8
 def escape(g, H, x_anchor, # frozen gradient (d,), Hessian (d, d) and anchor (d,)
            eta:float, Xi:float, Gamma:int, # step size, escape radius, maximal steps
            sigma:float, # std of the Gaussian ζ_t per coordinate (privacy and perturbation)
@@ -171,6 +172,7 @@ def _check_sosp(d, epsilon, delta, G, M, rho, B, alpha, private):
     if alpha > M**2 / rho:
         raise ValueError(f"alpha = {alpha:g} exceeds M²/ρ = {M**2 / rho:g}: then √(ρα) > M and no point is a saddle. Use a smaller alpha.")
 
+# %% ../nbs/algorithms/21_sosp.ipynb #58385c96
 def sosp_parameters(d:int, # dimension
                     epsilon:float|None, delta:float|None, # privacy target (ignored when private=False)
                     G:float, M:float, rho:float, # PUBLIC Lipschitz, smoothness and Hessian-Lipschitz bounds (enforced by clipping)

@@ -34,6 +34,7 @@ def lt_sosp_alpha_for(n:int, make, a_max:float, iters:int=30) -> float:
         else: lo = mid
     return math.exp(hi)
 
+# %% ../nbs/planning/33_sosp_algorithm.ipynb #1901530c
 def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
                    alpha:float|None=None, # target α of the α-SOSP (None: the smallest the worst case affords at this n)
                    beta:float|None=None, # synonym of alpha (the gradient-norm part of the target)

@@ -43,6 +43,7 @@ def score_escape_run(mode:str, # 'private' or 'non-private'
                else minimize(prob, "lt-sosp-nonprivate", alpha=alpha, seed=seed))
     return _score(prob, res, mode, epsilon, seed, alpha)
 
+# %% ../nbs/experiments/62_sosp_escape.ipynb #3b577149
 def sosp_escape_experiment(epsilons=(0.5, 1.0, 2.0, 4.0), # privacy levels of the grid
                            seeds:int=5, # runs per grid point (seeds base_seed, base_seed + 1, ...)
                            n:int=800_000, d:int=4, alpha:float=0.2, delta:float=1e-6,
