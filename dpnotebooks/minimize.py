@@ -420,6 +420,18 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
             c = calibrate_ledger(_unit_ledger(problem, plan, alg), plan.epsilon, plan.delta, accountant)
             if plan.sigma2: plan = plan._replace(sigma=c * 2 * plan.C1 / plan.n, sigma2=c * 2 * plan.C2 / plan.n)
             else: plan = plan._replace(sigma=c)
+    if alg.private and not {"sigma", "sigma2"} & set(fields): plan = _fit_noise(problem, plan, alg)
+    return plan
+
+# %% ../nbs/planning/30_minimize.ipynb #a9280212
+def _fit_noise(problem, plan, alg, tries:int=100):
+    "The plan with its noise raised by factors of 1 + 10⁻⁶ until its planned ledger prices ≤ ε (at most `tries` times)."
+    for _ in range(tries):
+        ledger = alg.planned(problem, plan)
+        if ledger.spent(plan.delta, plan.accountant) <= plan.epsilon: return plan
+        up = plan._replace(sigma=plan.sigma * (1 + 1e-6), sigma2=plan.sigma2 * (1 + 1e-6))
+        if alg.planned(problem, up) == ledger: return plan          # this plan's noise lives elsewhere (lt-sosp): the check refuses it
+        plan = up
     return plan
 
 # %% ../nbs/planning/30_minimize.ipynb #344c3ad0

@@ -119,7 +119,9 @@ def _theorem_constraints(name, plan):
     if name == "abggmu-glm": assert 1 <= plan.extra["k"]
     if name.startswith("lt-sosp"): assert n >= plan.extra["n_min"] and plan.extra["lambda_threshold"] < 0
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomized: the same examples on every run, so CI is reproducible (a random run once found a plan priced 2e-6 above ε;
+# `minimize._fit_noise` fixes that class, and 30_minimize keeps the case as a check)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(n=st.integers(2000, 120000), d=st.integers(1, 12), eps=st.floats(0.3, 5.0), log_delta=st.floats(-9.0, -5.0), data=st.data())
 @pytest.mark.parametrize("name", sorted(PLANNED))
 def test_recipes_fit_their_budget_their_data_and_their_theorem(name, n, d, eps, log_delta, data):
