@@ -517,14 +517,14 @@ def minimize(problem, # a `Problem` with its data
     if alg.private: check_budget(ledger, plan.epsilon, plan.delta, accountant)     # the one budget check: before any data is read
     ck, rng = _checkpointer(problem, algorithm, plan, x0, seed, rng, checkpoint, checkpoint_every, resume, checkpoint_info)
     if alg.private and alg.ledger_at is not None: ck.ledger_at = lambda s: alg.ledger_at(problem, plan, s)
-    out = _run(alg, problem, plan, rng, x0, progress, ck)
+    out = _run(alg, problem, plan, rng, x0, progress, ck, ledger)
     trace = dict(out.trace, checkpoint=_ck_report(ck))
     return _diagnostics(Result(out.x, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
                                rng.seeded, seed, accountant, out.samples_used, out.max_uses, out.nonprivate, trace,
                                time.perf_counter() - t0, rng.secure), diagnostics, algorithm, problem.L)
 
 # %% ../nbs/planning/30_minimize.ipynb #62cf278b
-def _run(alg, problem, plan, rng, x0, progress, ck) -> RunOutput:
+def _run(alg, problem, plan, rng, x0, progress, ck, ledger) -> RunOutput:
     "`alg.run` with the faults of every algorithm handled alike: a fault mid-run is a `RunStopped` with its step and exact ledger."
     try:
         with ck, np.errstate(all="ignore"):      # floating-point warnings on the private data would leak; NaN and inf are zeroed instead
@@ -544,8 +544,8 @@ def _run(alg, problem, plan, rng, x0, progress, ck) -> RunOutput:
         raise stop from err
     if not np.all(np.isfinite(to_numpy(out.x))):
         raise RunStopped(None, None, "the output is NaN or inf: the loss produced non-finite values during the run",
-                         ledger=alg.planned(problem, plan) if alg.private else None,
-                         epsilon_spent=plan.epsilon if alg.private else None, algorithm=alg.name)
+                         ledger=ledger, epsilon_spent=ledger.spent(plan.delta, plan.accountant) if alg.private else None,
+                         algorithm=alg.name)
     return out
 
 # %% ../nbs/planning/30_minimize.ipynb #705dfb91

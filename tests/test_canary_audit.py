@@ -65,7 +65,7 @@ def _dpsgd_audit(canary, runner=None, runs=100, problem=None):
 def test_catches_exact_clip_counts_in_the_result(monkeypatch):
     monkeypatch.setattr(M, "_diagnostics", lambda res, diagnostics, algorithm, L: res)       # the counts stay in every Result
     audit = _dpsgd_audit("huge")
-    assert audit.violated and audit.worst[0] == "nonprivate.clipped_fraction", audit
+    assert audit.violated and audit.worst[0].startswith("nonprivate.clipped"), audit   # the count and the fraction leak alike
 
 def test_catches_a_clipping_warning_raised_without_being_asked(monkeypatch):
     from dpnotebooks.clipping import warn_clipping
