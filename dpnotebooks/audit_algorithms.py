@@ -140,11 +140,11 @@ def release_units(Y, oracle) -> tuple:
 # %% ../nbs/audits/41_audit_algorithms.ipynb #6a5e739d
 def crossing_path(t:int, q:int, plan:Plan) -> float:
     "Coordinate of z_t along e₁: (2(t − q) + 1)·D, crossing the kink x₁ = 0 between steps q − 1 and q."
-    return plan.D * (2 * (t - q) + 1)
+    return plan.params.D * (2 * (t - q) + 1)
 
 def zigzag_path(t:int, q:int, plan:Plan) -> float:
     "Coordinate of z_t along e₁: (−1)^(t+1)·D, crossing the kink x₁ = 0 at every step."
-    return plan.D * (-1) ** (t + 1)
+    return plan.params.D * (-1) ** (t + 1)
 
 # %% ../nbs/audits/41_audit_algorithms.ipynb #cc7748d9
 class AuditSpec(NamedTuple):
@@ -158,13 +158,13 @@ class AuditSpec(NamedTuple):
     units: Callable         # (releases (N, T, d), oracle) -> (independent units (N, T, d), their σ (T,))
     noise_keys: tuple = ()  # key prefixes of the per-step noise streams (oracles without a tree)
 
-_one_period = lambda plan: min(plan.T, plan.period)
+_one_period = lambda plan: min(plan.params.T, plan.params.period)
 AUDIT_SPECS = {
     "klt-single-pass": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units),
-    "klt-multi-pass": AuditSpec(200, 1, dict(T=20), lambda plan: plan.T, lambda oracle: 1, zigzag_path, step_units, ((KLT_NOISE,),)),
+    "klt-multi-pass": AuditSpec(200, 1, dict(T=20), lambda plan: plan.params.T, lambda oracle: 1, zigzag_path, step_units, ((KLT_NOISE,),)),
     "klt-first-order": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units),
     "ztc": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units),
-    "ztc-naive": AuditSpec(200, 1, {}, lambda plan: min(plan.T, 4), lambda oracle: 1, crossing_path, release_units, ((ZTC_STREAM, 4),)),
+    "ztc-naive": AuditSpec(200, 1, {}, lambda plan: min(plan.params.T, 4), lambda oracle: 1, crossing_path, release_units, ((ZTC_STREAM, 4),)),
 }
 
 # %% ../nbs/audits/41_audit_algorithms.ipynb #423e690a
@@ -249,28 +249,27 @@ def run_dpsgd_audit(epsilon:float, delta:float, # the target the recipe calibrat
     r = make_rng(rng)
     honest = audit_data(n, d, r.child(0))
     plan = plan_run(SignedAbs(honest), "dp-sgd", epsilon, delta, batch_size=n, epochs=epochs)
-    sampling = plan.extra.get("sampling", "shuffle")
-    claim = dpsgd_releases(plan.n, plan.T, plan.B2, plan.C1, plan.sigma, sampling).spent(delta, plan.accountant)
-    kwargs = dict(steps=plan.T, batch_size=plan.B2, lr=plan.eta, clip=plan.C1, sigma=plan.sigma, alpha=plan.alpha,
-                  sampling=sampling, x0=10 * np.eye(d)[0])
+    p = plan.params
+    claim = dpsgd_releases(plan.n, p.T, p.batch, p.C, p.sigma, p.sampling).spent(delta, plan.accountant)
+    kwargs = dict(steps=p.T, batch_size=p.batch, lr=p.eta, clip=p.C, sigma=p.sigma, alpha=plan.alpha, sampling=p.sampling, x0=10 * np.eye(d)[0])
     canary = Canary(0, 1)
     if bug is not None: bug(kwargs, canary)
     keys, base = ((DPSGD_STREAM, 3),), r.child(1)
 
     def outputs(data, noise, R, scale):
         "x_T of R runs, (R, d): one widened call for a one-step run, else one call per run."
-        if plan.T == 1: return dp_sgd(SignedAbs(data), data, rng=TrialsRNG(base, noise, R, keys, scale), **kwargs).x_last
+        if plan.params.T == 1: return dp_sgd(SignedAbs(data), data, rng=TrialsRNG(base, noise, R, keys, scale), **kwargs).x_last
         return np.concatenate([dp_sgd(SignedAbs(data), data, rng=TrialsRNG(base, noise.child(i), 1, keys, scale), **kwargs).x_last
                                for i in range(R)])
 
     pair = canary_pair(honest, canary.index, steep)
     shift = (outputs(pair[1], make_rng(0), 1, 0.0) - outputs(pair[0], make_rng(0), 1, 0.0))[0]
-    mu = float(np.linalg.norm(shift) / (kwargs["lr"] * kwargs["sigma"] * math.sqrt(plan.T)))
+    mu = float(np.linalg.norm(shift) / (kwargs["lr"] * kwargs["sigma"] * math.sqrt(plan.params.T)))
     scores = [outputs(data, r.child(2, k), trials, 1.0) @ shift for k, data in enumerate(pair)]
     res = epsilon_lower_bound(scores[1], scores[0], delta, claim, confidence, n_thresholds,
-                              mechanism=f"dp-sgd (d={d}, n=B={n}, {plan.T} step{'s' if plan.T > 1 else ''}, output x_T)")
+                              mechanism=f"dp-sgd (d={d}, n=B={n}, {plan.params.T} step{'s' if plan.params.T > 1 else ''}, output x_T)")
     exact = epsilon_of(gaussian_event(1.0, mu), delta) if mu > 0 else 0.0
-    return AlgorithmAudit(res, exact, mu, plan, canary, plan.T, tuple(scores))
+    return AlgorithmAudit(res, exact, mu, plan, canary, plan.params.T, tuple(scores))
 
 # %% ../nbs/audits/41_audit_algorithms.ipynb #6e121030
 def _registered(name:str, run:Callable, summary:str) -> Callable:

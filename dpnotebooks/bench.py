@@ -134,7 +134,7 @@ def bench_end_to_end(algorithm:str, n:int=20000, d:int=10, epsilon:float=1.0, de
             tracemalloc.start(); run(); peak = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()
         else:
             pool = get_xp().get_default_memory_pool(); pool.free_all_blocks(); run(); peak = pool.total_bytes()
-    steps = int(res.trace.get("steps", res.trace["plan"].T)) if res.trace else 0
+    steps = int(res.trace.get("steps", res.trace["plan"].params.T)) if res.trace else 0
     return dict(kernel="end-to-end", algorithm=algorithm, problem=p.name, n=nn, d=dd, seconds=sec, samples_used=int(res.samples_used),
                 samples_per_second=res.samples_used / sec, steps=steps, steps_per_second=steps / sec, peak_bytes=int(peak))
 

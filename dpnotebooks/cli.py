@@ -22,6 +22,7 @@ from .minimize import (minimize, list_algorithms, check_request, plan_run, plann
                                   InsufficientDataError)
 from .ledger import BudgetExceededError
 from .faults import RunStopped
+from .registry import record_dict
 from .checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 
 # %% auto #0
@@ -115,7 +116,7 @@ def _record(algorithm, problem, data, p, held, what, res, nonprivate_diagnostics
              privacy=dict(private=private, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
                           epsilon_spent=res.epsilon_spent, events=res.ledger.to_dicts()),
              samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample, x_out=res.x, seconds=res.seconds,
-             checkpoint=res.trace.get("checkpoint"), plan={k: v for k, v in plan._asdict().items()})
+             checkpoint=res.trace.get("checkpoint"), plan=dict(plan._asdict(), params=record_dict(plan.params)))
     if kind == "sosp": r["sosp"] = _sosp_block(res)
     if held is not None: r["evaluation"] = evaluation_block(held, p.x0, res.x, plan.alpha, kind, what)
     if nonprivate_diagnostics:
@@ -186,7 +187,7 @@ def dry_run(algorithm:str, problem:str, n:int, d:int, epsilon, delta, alpha=None
     price = (f"epsilon {led.spent(plan.delta, accountant):.4g} of {plan.epsilon:g} at delta {plan.delta:g} ({NEIGHBOURING}, {accountant})"
              if REGISTRY[algorithm].private else "NOT private")
     return "\n".join([f"dpnb run {algorithm} --dry-run: {plan.theorem}, n = {plan.n}, d = {plan.d}", f"price: {price}", repr(led),
-                      "plan: " + ", ".join(f"{k}={v!r}" for k, v in plan._asdict().items() if k not in ("errata", "extra"))])
+                      f"plan: {plan.params!r}"])
 
 
 # %% ../nbs/interface/50_cli.ipynb #112f36f6
@@ -241,9 +242,9 @@ def run_demo(seed:int|None=0, # seed of the run (None: OS entropy)
         seed=seed, backend=get_backend(),
         private=dict(algorithm="klt-single-pass", epsilon=res.epsilon, delta=res.delta, neighbouring=res.neighbouring, epsilon_spent=res.epsilon_spent,
                      events=res.ledger.to_dicts(), samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample,
-                     seconds=res.seconds, T=plan.T, period=plan.period, M=plan.M, m=plan.m,
-                     sigma=plan.sigma, loss_out=out["loss"], goldstein_out=out["stationarity"], target_beta=plan.beta,
-                     trajectory_steps=((np.asarray(res.trace["block_index"])[ks] + 1) * plan.M).tolist(), trajectory_loss=[t["loss"] for t in traj],
+                     seconds=res.seconds, T=plan.params.T, period=plan.params.period, M=plan.params.M, m=plan.params.m,
+                     sigma=plan.params.sigma, loss_out=out["loss"], goldstein_out=out["stationarity"], target_beta=plan.beta,
+                     trajectory_steps=((np.asarray(res.trace["block_index"])[ks] + 1) * plan.params.M).tolist(), trajectory_loss=[t["loss"] for t in traj],
                      trajectory_goldstein=[t["stationarity"] for t in traj], x_out=res.x),
         reference=dict(algorithm="reference-sgd (NOT private)", steps=DEMO["ref_steps"], loss_out=ref_out["loss"],
                        goldstein_out=ref_out["stationarity"], seconds=ref_sec, trace_steps=ref.steps),
@@ -407,7 +408,7 @@ def _add_run(sub):
     r.add_argument("--secure", action="store_true", help="noise from a cryptographic generator with the floating-point mitigation (no --seed)")
     r.add_argument("--dry-run", action="store_true", help="print the plan and its price, run nothing")
     r.add_argument("--backend", dest="backend_run", choices=["numpy", "cupy"], default=None, help="array backend")
-    r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe constant or plan field (repeatable)")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe constant or a field of the algorithm's parameter record (repeatable; `--dry-run` lists them)")
     r.add_argument("--out", default=None, help="write the JSON result here")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--checkpoint", default=None, metavar="PATH", help="save the run's whole state here (atomically) every N steps and on Ctrl-C/SIGTERM")

@@ -75,7 +75,7 @@ def score_run(algorithm:str, n:int, d:int, epsilon:float, delta:float, alpha:flo
     evaluation, plan = _evaluation_problem(problem_factory, d, seed, eval_n, cache), res.trace["plan"]
     cache[key] = dict(goldstein=float(goldstein_norm(evaluation, res.x, 2 * alpha, k=k, rng=1)), loss=_loss(evaluation, res.x),
                       clipped_fraction=float(res.nonprivate["clipped_fraction"]), epsilon_spent=float(res.epsilon_spent), seconds=float(res.seconds),
-                      T=int(plan.T), m=int(plan.m))
+                      T=int(plan.params.T), m=int(getattr(plan.params, "m", 1)))
     return cache[key]
 
 # %% ../nbs/experiments/60_sample_complexity.ipynb #029f1f44

@@ -7,14 +7,14 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/planning/minimize.html.md"""
 # %% ../nbs/planning/30_minimize.ipynb #72ccb695
 from __future__ import annotations
 import math, time, warnings
-from typing import Callable
+from typing import Callable, NamedTuple
 import numpy as np
 from .backend import asarray, to_numpy, make_rng, RNG
 from functools import partial
 from .privacy import calibrate_tree, calibrate_gaussian, dp_to_zcdp, tree_levels, DEFAULT_ACCOUNTANT
 from .validation import check_positive, check_delta
 from .registry import (Plan, InsufficientDataError, n_for_rate, choose_target, Algorithm, RunOutput, register, get_algorithm,
-                                  list_algorithms, ALGORITHMS, DATA_STREAM, ORACLE_STREAM, DRIVER_STREAM)
+                                  list_algorithms, scale_noise, ALGORITHMS, DATA_STREAM, ORACLE_STREAM, DRIVER_STREAM)
 from .ledger import Ledger, Release, Result, check_budget, BudgetExceededError, calibrate_ledger
 from .smoothing import smoothing_constant
 from .streams import DataStream, MultiPassView
@@ -23,10 +23,40 @@ from .faults import RunStopped
 from .checkpoint import Checkpointer, CheckpointWriteError, content_hash, problem_description
 
 # %% auto #0
-__all__ = ['CLIP_WARN_ABOVE', 'DIAGNOSTICS', 'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate', 'klt_single_pass_recipe',
-           'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate', 'ztc_recipe', 'naive_rate',
-           'naive_recipe', 'dpsgd_recipe', 'o2nc_algorithm', 'check_request', 'plan_run', 'run_fingerprint', 'minimize',
-           'planned_ledger']
+__all__ = ['CLIP_WARN_ABOVE', 'DIAGNOSTICS', 'O2NCParams', 'DPSGDParams', 'bernstein_m', 'zo_term_variance',
+           'klt_single_pass_rate', 'klt_single_pass_recipe', 'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho',
+           'ztc_rate', 'ztc_recipe', 'naive_rate', 'naive_recipe', 'dpsgd_recipe', 'o2nc_algorithm', 'check_request',
+           'plan_run', 'run_fingerprint', 'minimize', 'planned_ledger']
+
+# %% ../nbs/planning/30_minimize.ipynb #d343cb34
+class O2NCParams(NamedTuple):
+    "The parameters of O2NC (KLT Alg. 2, ZTC Alg. 3) over one of the papers' oracles, in KLT's names."
+    T: int                  # O2NC steps (oracle calls)
+    D: float                # learner radius: every step has ||Δ_t|| ≤ D
+    M: int                  # block length of the averages (KLT) or the period (ZTC)
+    eta: float              # OGD step size
+    period: int             # Σ: steps per period (a fresh tree and a fresh period-start batch)
+    B1: int                 # period-start batch
+    B2: int                 # increment batch (or the batch of a period-free oracle)
+    m: int                  # directions (zeroth order) or perturbations (first order) per sample
+    sigma: float            # noise std: a tree node's, or the Gaussian's (multi-pass: at period starts)
+    sigma2: float = 0.0     # multi-pass only: the Gaussian std at increments
+    C1: float = 0.0         # per-sample clip bound at period starts (first order: the gradient clip L)
+    C2: float = 0.0         # per-sample clip bound on increments
+    restart: bool = False   # restart the learner every period (ZTC)
+    directions: str = "shared"  # KLT oracles: the same directions at z_t and z_{t−1}, or independent ones
+    NOISE = ("sigma", "sigma2"); FREE = ("eta", "M", "m")
+
+# %% ../nbs/planning/30_minimize.ipynb #c97bd1b5
+class DPSGDParams(NamedTuple):
+    "The parameters of DP-SGD (Abadi et al. 2016, Alg. 1) on F_α."
+    T: int                  # steps
+    batch: int              # batch (lot) size; the expected size under Poisson sampling
+    eta: float              # learning rate
+    C: float                # per-sample gradient clip norm
+    sigma: float            # noise multiplier: the noise std is σC
+    sampling: str = "shuffle"  # 'shuffle' (disjoint batches per epoch) or 'poisson'
+    NOISE = ("sigma",); FREE = ("eta",)
 
 # %% ../nbs/planning/30_minimize.ipynb #9974b0c3
 def _check_inputs(n, d, epsilon, delta, alpha, L, Phi, private=True):
@@ -117,9 +147,10 @@ def klt_single_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float
                if first_order else ("Alg. 3: increment directions on the sphere, not the ball",))
     return Plan(algorithm=name, theorem="KLT Thm. 6.1 (Alg. 2 + Alg. 5)" if first_order else "KLT Thm. 3.1 (Alg. 2 + Alg. 3)",
                 n=n, d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi),
-                T=T, D=D, M=M, eta=D / (G1 * math.sqrt(M)), period=period, B1=period, B2=1, m=m, sigma=sigma, sigma2=0.0, C1=C1,
-                C2=C2, restart=False, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
-                extra=dict(directions=directions, c_D=c_D, c_Sigma=c_Sigma, c_rate=c_rate, clip_prob=clip_prob, G1=G1, m_theory=m_theory))
+                params=O2NCParams(T=T, D=D, M=M, eta=D / (G1 * math.sqrt(M)), period=period, B1=period, B2=1, m=m, sigma=sigma,
+                                  C1=C1, C2=C2, directions=directions),
+                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
+                derivation=dict(c_D=c_D, c_Sigma=c_Sigma, c_rate=c_rate, clip_prob=clip_prob, G1=G1, m_theory=m_theory))
 
 # %% ../nbs/planning/30_minimize.ipynb #6c39d57d
 def klt_multi_pass_rate(n, d, epsilon, alpha, L=1.0, Phi=1.0) -> float:
@@ -168,10 +199,11 @@ def klt_multi_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float,
               "Lemma 4.3: m must also make the increments' sensitivity small (enforced by clipping; m = max of both)",
               "Alg. 4: increment directions on the sphere, not the ball")
     return Plan(algorithm="klt-multi-pass", theorem="KLT Thm. 4.1 (Alg. 2 + Alg. 4)", n=n, d=d, epsilon=float(epsilon),
-                delta=float(delta), alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi), T=T, D=D, M=M,
-                eta=D / (G1 * math.sqrt(M)), period=period, B1=n, B2=n, m=m, sigma=sigma1, sigma2=sigma2, C1=C1, C2=C2,
-                restart=False, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
-                extra=dict(directions=directions, noise_multiplier=z, G1=G1, m_theory=m_theory))
+                delta=float(delta), alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi),
+                params=O2NCParams(T=T, D=D, M=M, eta=D / (G1 * math.sqrt(M)), period=period, B1=n, B2=n, m=m, sigma=sigma1,
+                                  sigma2=sigma2, C1=C1, C2=C2, directions=directions),
+                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
+                derivation=dict(noise_multiplier=z, G1=G1, m_theory=m_theory))
 
 # %% ../nbs/planning/30_minimize.ipynb #2527811d
 def ztc_rho(epsilon:float, delta:float) -> float:
@@ -208,10 +240,11 @@ def ztc_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float
     errata = ("Thm. 4.9: T = max(T1, T2), not min", "Cor. 4.4: tree levels floor(log2 T)+1, not 2 ln T",
               "guarantee at radius 2·alpha (Cor. 2.3)", "sigma from the accountant at the clipped sensitivity")
     return Plan(algorithm="ztc", theorem="ZTC Thm. 4.9 (Alg. 3 + 4 + 5)", n=n, d=d, epsilon=float(epsilon), delta=float(delta),
-                alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi), T=K * period, D=D, M=period,
-                eta=D / (G * math.sqrt(period)), period=period, B1=B1, B2=B2, m=int(n_dirs or d), sigma=sigma, sigma2=0.0,
-                C1=0.0, C2=0.0, restart=True, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
-                errata=errata, extra=dict(T1=T1, T2=T2, rho=rho, K=K, T_rule=T_rule, G=G))
+                alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi),
+                params=O2NCParams(T=K * period, D=D, M=period, eta=D / (G * math.sqrt(period)), period=period, B1=B1, B2=B2,
+                                  m=int(n_dirs or d), sigma=sigma, restart=True),
+                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
+                errata=errata, derivation=dict(T1=T1, T2=T2, rho=rho, K=K, T_rule=T_rule, G=G))
 
 # %% ../nbs/planning/30_minimize.ipynb #e45d4422
 def _naive_bound(T, n, d, alpha, L, Phi, B, rho):
@@ -254,10 +287,11 @@ def naive_recipe(n:int, d:int, epsilon:float|None, delta:float|None, alpha:float
     return Plan(algorithm=name,
                 theorem="ZTC App. E (Alg. 3 + Alg. 6)" if private else "Kornowski & Shamir 2023 (O2NC + two-point estimator)",
                 n=n, d=d, epsilon=float(epsilon) if private else math.inf, delta=float(delta) if private else 0.0,
-                alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi), T=K * period, D=D, M=period,
-                eta=D / (G * math.sqrt(period)), period=period, B1=B, B2=B, m=1, sigma=sigma, sigma2=0.0, C1=0.0, C2=0.0,
-                restart=True, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
-                extra=dict(K=K, rho=rho, G=G))
+                alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi),
+                params=O2NCParams(T=K * period, D=D, M=period, eta=D / (G * math.sqrt(period)), period=period, B1=B, B2=B, m=1,
+                                  sigma=sigma, restart=True),
+                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
+                derivation=dict(K=K, rho=rho, G=G))
 
 # %% ../nbs/planning/30_minimize.ipynb #5eb66ba7
 def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float|None=None, L:float=1.0, Phi:float=1.0,
@@ -277,31 +311,27 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:flo
     rate = lambda k: klt_single_pass_rate(k, d, epsilon, alpha, L, Phi)
     return Plan(algorithm="dp-sgd", theorem="DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n=n, d=d,
                 epsilon=float(epsilon), delta=float(delta), alpha=float(alpha), beta=float(beta) if beta else rate(n),
-                L=float(L), Phi=float(Phi), T=steps, D=0.0, M=1, eta=float(lr or 0.5 * alpha), period=1, B1=b, B2=b, m=1,
-                sigma=sigma, sigma2=0.0, C1=L, C2=0.0, restart=False, rate=rate(n),
-                n_required=n_for_rate(rate, float(beta) if beta else rate(n)), beta_chosen=beta is None, accountant=accountant,
-                errata=("per-sample clipping to L; sigma from the accountant",), extra=dict(sampling=sampling, epochs=epochs))
+                L=float(L), Phi=float(Phi),
+                params=DPSGDParams(T=steps, batch=b, eta=float(lr or 0.5 * alpha), C=L, sigma=sigma, sampling=sampling),
+                rate=rate(n), n_required=n_for_rate(rate, float(beta) if beta else rate(n)), beta_chosen=beta is None,
+                accountant=accountant, errata=("per-sample clipping to L; sigma from the accountant",), derivation=dict(epochs=epochs))
 
 # %% ../nbs/planning/30_minimize.ipynb #ef49a1e1
 def _o2nc_releases(build, problem, plan, step:int|None=None) -> Ledger:
     "The releases of the first `step` O2NC steps (default: all T), from the oracle `build` makes of the plan; no data read."
-    step = plan.T if step is None else step
+    step = plan.params.T if step is None else step
     return build(problem, plan, make_rng(0))[0].releases(step) if step >= 1 else Ledger()
-
-def _o2nc_unit(build, problem, plan) -> Ledger:
-    "The ledger at noise multiplier 1: tree or Gaussian σ = 1, or (multi-pass) σ_i = s_i, so that both have σ/s = 1."
-    unit = plan._replace(sigma=2 * plan.C1 / plan.n, sigma2=2 * plan.C2 / plan.n) if plan.sigma2 else plan._replace(sigma=1.0)
-    return _o2nc_releases(build, problem, unit)
 
 def _run_o2nc(build, problem, plan, rng, x0, progress, ck) -> RunOutput:
     "KLT Alg. 2 / ZTC Alg. 3: O2NC over the oracle `build` makes of the plan, with the run's streams."
     oracle, access = build(problem, plan, rng)
-    need = oracle.samples_needed(plan.T)
+    o = plan.params
+    need = oracle.samples_needed(o.T)
     if isinstance(access, DataStream) and need > len(problem.data):
         raise InsufficientDataError(f"{plan.algorithm}: the plan reads {need} distinct samples but the data have {len(problem.data)}. "
                                     "Use more data or fewer steps (T).")
-    out = o2nc(oracle, x0, plan.T, plan.D, plan.eta, plan.M, rng=rng.child(DRIVER_STREAM),
-               restart_every=plan.period if plan.restart else None, progress=progress, checkpoint=ck)
+    out = o2nc(oracle, x0, o.T, o.D, o.eta, o.M, rng=rng.child(DRIVER_STREAM),
+               restart_every=o.period if o.restart else None, progress=progress, checkpoint=ck)
     used = access.samples_used if isinstance(access, DataStream) else int((access.uses > 0).sum())
     trace = dict(algorithm=plan.algorithm, plan=plan, block_means=out.block_means, block_index=out.block_index, chosen=out.chosen,
                  g_norms=out.g_norms, x_last=out.x_last)
@@ -314,39 +344,38 @@ def o2nc_algorithm(name:str, summary:str, recipe:Callable, # as in `Algorithm`
     "An O2NC algorithm in the registry's one shape, from its recipe and its oracle builder."
     return Algorithm(name, summary, recipe, partial(_o2nc_releases, build) if private else None, partial(_run_o2nc, build),
                      private=private, access=access, ledger_at=partial(_o2nc_releases, build) if private else None,
-                     unit_ledger=partial(_o2nc_unit, build) if private else None, build=build)
+                     params=O2NCParams, build=build)
 
 # %% ../nbs/planning/30_minimize.ipynb #110953ab
 def _stream(problem, rng): return DataStream(problem.data, rng=rng.child(DATA_STREAM))
 
 def _build_klt_single(problem, plan, rng):
     from dpnotebooks.zo_oracles import KLTSinglePassOracle
-    s = _stream(problem, rng)
-    return KLTSinglePassOracle(problem, s, plan.alpha, plan.period, plan.B1, plan.B2, plan.m, plan.sigma, plan.C1, plan.C2,
-                               rng=rng.child(ORACLE_STREAM), directions=plan.extra.get("directions", "shared")), s
+    s, o = _stream(problem, rng), plan.params
+    return KLTSinglePassOracle(problem, s, plan.alpha, o.period, o.B1, o.B2, o.m, o.sigma, o.C1, o.C2,
+                               rng=rng.child(ORACLE_STREAM), directions=o.directions), s
 
 def _build_klt_multi(problem, plan, rng):
     from dpnotebooks.zo_oracles import KLTMultiPassOracle
-    v = MultiPassView(problem.data)
-    return KLTMultiPassOracle(problem, v, plan.alpha, plan.period, plan.m, plan.sigma, plan.sigma2, plan.C1, plan.C2,
-                              rng=rng.child(ORACLE_STREAM), directions=plan.extra.get("directions", "shared")), v
+    v, o = MultiPassView(problem.data), plan.params
+    return KLTMultiPassOracle(problem, v, plan.alpha, o.period, o.m, o.sigma, o.sigma2, o.C1, o.C2,
+                              rng=rng.child(ORACLE_STREAM), directions=o.directions), v
 
 def _build_klt_fo(problem, plan, rng):
     from dpnotebooks.fo_oracle import KLTFirstOrderOracle
-    s = _stream(problem, rng)
-    return KLTFirstOrderOracle(problem, s, plan.alpha, plan.period, plan.B1, plan.B2, plan.m, plan.sigma, plan.C2, L=plan.L,
-                               rng=rng.child(ORACLE_STREAM), directions=plan.extra.get("directions", "shared")), s
+    s, o = _stream(problem, rng), plan.params
+    return KLTFirstOrderOracle(problem, s, plan.alpha, o.period, o.B1, o.B2, o.m, o.sigma, o.C2, L=plan.L,
+                               rng=rng.child(ORACLE_STREAM), directions=o.directions), s
 
 def _build_ztc(problem, plan, rng):
     from dpnotebooks.ztc_oracle import ZTCOracle
-    s = _stream(problem, rng)
-    return ZTCOracle(problem, s, plan.alpha, plan.period, plan.B1, plan.B2, plan.sigma, plan.D, n_dirs=plan.m, L=plan.L,
-                     rng=rng.child(ORACLE_STREAM)), s
+    s, o = _stream(problem, rng), plan.params
+    return ZTCOracle(problem, s, plan.alpha, o.period, o.B1, o.B2, o.sigma, o.D, n_dirs=o.m, L=plan.L, rng=rng.child(ORACLE_STREAM)), s
 
 def _build_naive(problem, plan, rng):
     from dpnotebooks.ztc_oracle import ZTCNaiveOracle
     s = _stream(problem, rng)
-    return ZTCNaiveOracle(problem, s, plan.alpha, plan.B2, plan.sigma, L=plan.L, rng=rng.child(ORACLE_STREAM)), s
+    return ZTCNaiveOracle(problem, s, plan.alpha, plan.params.B2, plan.params.sigma, L=plan.L, rng=rng.child(ORACLE_STREAM)), s
 
 _fo = lambda *a, **k: klt_single_pass_recipe(*a, first_order=True, **k)
 _nonprivate = lambda n, d, epsilon, delta, *a, **k: naive_recipe(n, d, None, None, *a, private=False, **k)
@@ -358,25 +387,24 @@ for _alg in (
     o2nc_algorithm("ztc-naive", "ZTC App. E: O2NC + one-direction two-point oracle, fresh Gaussian noise each step", naive_recipe, _build_naive),
     o2nc_algorithm("o2nc-nonprivate", "Kornowski & Shamir 2023: O2NC + two-point oracle, no noise (NOT private)", _nonprivate, _build_naive, private=False),
     Algorithm("dp-sgd", "DP-SGD on F_alpha: per-sample clipped gradients at x + y, y ~ U(B_alpha), Gaussian noise", dpsgd_recipe,
-              planned=lambda problem, plan: _dpsgd_ledger_at(plan, plan.T), run=lambda *a: _run_dpsgd(*a), access="multi-pass",
-              ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step), unit_ledger=lambda problem, plan: _dpsgd_unit_ledger(plan)),
+              planned=lambda problem, plan: _dpsgd_ledger_at(plan, plan.params.T), run=lambda *a: _run_dpsgd(*a), access="multi-pass",
+              ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step), params=DPSGDParams),
 ): register(_alg)
 
 # %% ../nbs/planning/30_minimize.ipynb #ab970946
-def _split_overrides(recipe, overrides):
+def _split_overrides(alg, overrides):
+    "(recipe constants, fields of the algorithm's record): the user's overrides by where they go, unknown names refused."
     import inspect
-    params = inspect.signature(recipe).parameters
+    params = inspect.signature(alg.recipe).parameters
     takes_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
-    consts = {k: v for k, v in overrides.items() if (k in params or (takes_kw and k not in Plan._fields))}
-    fields = {k: v for k, v in overrides.items() if k in Plan._fields and k not in consts}
+    record = alg.params._fields
+    consts = {k: v for k, v in overrides.items() if (k in params or (takes_kw and k not in record))}
+    fields = {k: v for k, v in overrides.items() if k in record and k not in consts}
     unknown = set(overrides) - set(consts) - set(fields)
-    if unknown: raise ValueError(f"Unknown override(s) {sorted(unknown)}. Use recipe constants or plan fields: {', '.join(Plan._fields)}.")
+    if unknown: raise ValueError(f"Unknown override(s) {sorted(unknown)} for {alg.name}. Use its recipe constants or the fields of its "
+                                 f"{alg.params.__name__}: {', '.join(record)}.")
+    if fields and getattr(alg.params, "LOCKED", None): raise ValueError(f"{alg.name}: plan fields cannot be overridden. {alg.params.LOCKED}")
     return consts, fields
-
-def _unit_ledger(problem, plan, alg):
-    "The ledger of `plan` at noise multiplier 1 (for recalibration)."
-    if alg.unit_ledger is None: raise ValueError(f"{alg.name}: its plan fields cannot be overridden; change its recipe constants instead.")
-    return alg.unit_ledger(problem, plan)
 
 # %% ../nbs/planning/30_minimize.ipynb #2821141d
 def check_request(algorithm:str, epsilon=None, delta=None, alpha=None, beta=None, **overrides):
@@ -387,7 +415,7 @@ def check_request(algorithm:str, epsilon=None, delta=None, alpha=None, beta=None
         check_positive("epsilon", epsilon); check_delta(delta)
     for name, v in (("alpha", alpha), ("beta", beta)):
         if v is not None: check_positive(name, v)
-    _split_overrides(alg.recipe, overrides)
+    _split_overrides(alg, overrides)
 
 # %% ../nbs/planning/30_minimize.ipynb #46d6e8cb
 def plan_run(problem, # a `Problem` (its data, dim and L are used)
@@ -396,32 +424,40 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
              alpha:float|None=None, # Goldstein radius (default 0.1·Φ/L; the guarantee is at 2α), or the α of an α-SOSP (lt-sosp)
              beta:float|None=None, # target Goldstein norm (None: the best the data allow)
              accountant:str=DEFAULT_ACCOUNTANT, Phi:float|None=None,
-             **overrides, # recipe constants or plan fields
+             **overrides, # recipe constants, or fields of the algorithm's parameter record
             ) -> Plan:
     "The plan `minimize` would run: validated, overridden and priced, without reading the data."
     check_request(algorithm, epsilon, delta, alpha, beta, **overrides)
     alg = ALGORITHMS[algorithm]
-    if alg.private:
-        if delta >= 1 / max(len(problem.data), 1):
-            warnings.warn(f"delta = {delta:g} is not below 1/n = {1 / len(problem.data):.3g}: (epsilon, delta)-DP with delta >= 1/n permits "
-                          "releasing a few samples outright. Use delta well below 1/n (e.g. 1/n^2 or 1e-6).", stacklevel=3)
+    if alg.private and delta >= 1 / max(len(problem.data), 1):
+        warnings.warn(f"delta = {delta:g} is not below 1/n = {1 / len(problem.data):.3g}: (epsilon, delta)-DP with delta >= 1/n permits "
+                      "releasing a few samples outright. Use delta well below 1/n (e.g. 1/n^2 or 1e-6).", stacklevel=3)
     Phi = float(Phi if Phi is not None else getattr(problem, "Phi", 1.0))
     if alpha is None and alg.stationarity == "goldstein": alpha = 0.1 * Phi / problem.L   # smooth-loss recipes choose their own target
-    consts, fields = _split_overrides(alg.recipe, overrides)
+    consts, fields = _split_overrides(alg, overrides)
+    plan = alg.recipe(len(problem.data), problem.dim, epsilon, delta, alpha, beta, problem.L, Phi, accountant=accountant,
+                      **_declared_bounds(problem, alg, consts))
+    return _override(problem, plan, alg, fields)
+
+# %% ../nbs/planning/30_minimize.ipynb #c2c75fba
+def _declared_bounds(problem, alg, consts:dict) -> dict:
+    "The recipe constants, with M and ρ (second-order clip bounds) defaulting to the problem's declared constants."
     import inspect
-    for key, attr in (("M", "smoothness"), ("rho", "hessian_lipschitz")):   # second-order clip bounds default to the declared constants
+    consts = dict(consts)
+    for key, attr in (("M", "smoothness"), ("rho", "hessian_lipschitz")):
         if key in inspect.signature(alg.recipe).parameters and key not in consts and getattr(problem, attr, None) is not None:
             consts[key] = float(getattr(problem, attr))
-    plan = alg.recipe(len(problem.data), problem.dim, epsilon, delta, alpha, beta, problem.L, Phi, accountant=accountant, **consts)
+    return consts
+
+def _override(problem, plan:Plan, alg, fields:dict) -> Plan:
+    "`plan` with the user's record fields; re-priced unless the noise was given or only FREE fields moved; fitted to ε."
+    noise_given = bool(set(alg.params.NOISE) & set(fields))
     if fields:
-        plan = plan._replace(**fields)
-        # re-price unless the user fixed the noise, or changed only fields no sensitivity or count depends on
-        if alg.private and not {"sigma", "sigma2"} & set(fields) and set(fields) - {"eta", "M", "m"}:
-            c = calibrate_ledger(_unit_ledger(problem, plan, alg), plan.epsilon, plan.delta, accountant)
-            if plan.sigma2: plan = plan._replace(sigma=c * 2 * plan.C1 / plan.n, sigma2=c * 2 * plan.C2 / plan.n)
-            else: plan = plan._replace(sigma=c)
-    if alg.private and not {"sigma", "sigma2"} & set(fields): plan = _fit_noise(problem, plan, alg)
-    return plan
+        plan = plan.tune(**fields)
+        if alg.private and not noise_given and set(fields) - set(alg.params.FREE):
+            c = calibrate_ledger(alg.planned(problem, plan), plan.epsilon, plan.delta, plan.accountant)
+            plan = plan._replace(params=scale_noise(plan.params, c))
+    return _fit_noise(problem, plan, alg) if alg.private and not noise_given else plan
 
 # %% ../nbs/planning/30_minimize.ipynb #a9280212
 def _fit_noise(problem, plan, alg, tries:int=100):
@@ -429,7 +465,7 @@ def _fit_noise(problem, plan, alg, tries:int=100):
     for _ in range(tries):
         ledger = alg.planned(problem, plan)
         if ledger.spent(plan.delta, plan.accountant) <= plan.epsilon: return plan
-        up = plan._replace(sigma=plan.sigma * (1 + 1e-6), sigma2=plan.sigma2 * (1 + 1e-6))
+        up = plan._replace(params=scale_noise(plan.params, 1 + 1e-6))
         if alg.planned(problem, up) == ledger: return plan          # this plan's noise lives elsewhere (lt-sosp): the check refuses it
         plan = up
     return plan
@@ -502,7 +538,7 @@ def minimize(problem, # a `Problem` with its data
              resume:bool=False, # continue the run saved at `checkpoint` (same problem, data and arguments; refused otherwise)
              checkpoint_info:dict|None=None, # plain data stored in the checkpoint for the caller (`dpnb run` stores its request)
              diagnostics:str|None=None, # 'nonprivate': also return exact clip and non-finite counts on the private data (NOT private)
-             **overrides, # recipe constants (c_D, clip_prob, directions, …) or plan fields (T, m, sigma, …)
+             **overrides, # recipe constants (c_D, clip_prob, directions, …) or fields of the algorithm's record (T, m, sigma, …)
             ) -> Result:
     "Plan, price, refuse or run a registered algorithm; returns a `Result` with the point and its privacy report."
     t0 = time.perf_counter()
@@ -552,17 +588,14 @@ def _run(alg, problem, plan, rng, x0, progress, ck, ledger) -> RunOutput:
 def _dpsgd_ledger_at(plan, step:int) -> Ledger:
     "The releases of the first `step` DP-SGD steps: the epochs begun so far (shuffle) or `step` subsampled Gaussians (Poisson)."
     from dpnotebooks.dpsgd import dpsgd_releases
-    return dpsgd_releases(plan.n, step, plan.B2, plan.C1, plan.sigma, plan.extra.get("sampling", "shuffle")) if step >= 1 else Ledger()
-
-def _dpsgd_unit_ledger(plan) -> Ledger:
-    from dpnotebooks.dpsgd import dpsgd_releases
-    return dpsgd_releases(plan.n, plan.T, plan.B2, plan.C1, 1.0, plan.extra.get("sampling", "shuffle"))
+    p = plan.params
+    return dpsgd_releases(plan.n, step, p.batch, p.C, p.sigma, p.sampling) if step >= 1 else Ledger()
 
 def _run_dpsgd(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `dp-sgd`: Abadi et al.'s loop on a `MultiPassView` (the budget was checked by `minimize`)."
     from dpnotebooks.dpsgd import dp_sgd
-    view = MultiPassView(problem.data)
-    out = dp_sgd(problem, view, plan.T, plan.B2, plan.eta, plan.C1, plan.sigma, alpha=plan.alpha, sampling=plan.extra.get("sampling", "shuffle"),
+    view, p = MultiPassView(problem.data), plan.params
+    out = dp_sgd(problem, view, p.T, p.batch, p.eta, p.C, p.sigma, alpha=plan.alpha, sampling=p.sampling,
                  x0=x0, rng=rng.child(ORACLE_STREAM), progress=progress, checkpoint=ck)
     trace = dict(algorithm="dp-sgd", plan=plan, x_last=out.x_last, g_norms=out.grad_norms)
     return RunOutput(out.x_out, int((view.uses > 0).sum()), view.max_uses, out.clip.diagnostics(), trace)

@@ -12,36 +12,40 @@ from .validation import check_positive
 
 # %% auto #0
 __all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'ACCESS', 'STATIONARITY', 'InsufficientDataError',
-           'Plan', 'n_for_rate', 'choose_target', 'RunOutput', 'Algorithm', 'register', 'get_algorithm',
-           'list_algorithms']
+           'Plan', 'is_record', 'scale_noise', 'record_dict', 'n_for_rate', 'choose_target', 'RunOutput', 'Algorithm',
+           'register', 'get_algorithm', 'list_algorithms']
 
 # %% ../nbs/planning/29_registry.ipynb #a12035c3
 class InsufficientDataError(ValueError):
     "The dataset is too small for the requested accuracy (the message names the n that would do)."
 
 class Plan(NamedTuple):
-    "Every parameter of a run, as a recipe computed it (or a user overrode it)."
-    algorithm: str; theorem: str
+    "A run's parameters: the fields every algorithm shares, and `params`, the algorithm's own record in its paper's names."
+    algorithm: str; theorem: str   # the registry name; the theorem (and algorithm numbers) the recipe follows
     n: int; d: int; epsilon: float; delta: float; alpha: float; beta: float; L: float; Phi: float
-    T: int                  # O2NC steps (oracle calls)
-    D: float                # learner radius
-    M: int                  # block length of the averages
-    eta: float              # OGD step size
-    period: int = 1         # Σ: steps per period (fresh tree, fresh period-start batch)
-    B1: int = 1             # period-start batch
-    B2: int = 1             # increment batch (or the batch of a period-free oracle)
-    m: int = 1              # directions (zeroth order) or perturbations (first order) per sample
-    sigma: float = 0.0      # noise: tree node std, or the Gaussian std (period starts for multi-pass)
-    sigma2: float = 0.0     # multi-pass only: Gaussian std at increments
-    C1: float = 0.0         # per-sample clip bound at period starts (first order: the gradient clip L)
-    C2: float = 0.0         # per-sample clip bound on increments
-    restart: bool = False   # restart the learner each period (ZTC)
+    params: NamedTuple      # the algorithm's typed record (`O2NCParams`, `SpiderParams`, …), overridable field by field
     rate: float = 0.0       # the theorem's predicted accuracy at this n, β̂(n) (with `c_rate`)
     n_required: int = 0     # the n the theorem needs for `beta` (with `c_rate`)
     beta_chosen: bool = False  # True when β was not given and the recipe chose β = β̂(n)
     accountant: str = "pld"
     errata: tuple = ()      # the implementation-note errata this recipe applies
-    extra: dict = {}        # algorithm-specific settings (e.g. directions, sampling, lr)
+    derivation: dict = {}   # what the recipe derived on the way (G1, the theory's m, …): shown, never read by a run
+
+    def tune(self, **fields) -> Plan:
+        "The plan with some fields of its `params` record replaced."
+        return self._replace(params=self.params._replace(**fields))
+
+# %% ../nbs/planning/29_registry.ipynb #e6170772
+def is_record(v) -> bool: return isinstance(v, tuple) and hasattr(v, "_fields")
+
+def scale_noise(params, factor:float):
+    "The record with every `NOISE` field multiplied by `factor` (a nested record named there is scaled the same way)."
+    return params._replace(**{k: scale_noise(v, factor) if is_record(v) else v * factor
+                              for k, v in ((k, getattr(params, k)) for k in type(params).NOISE)})
+
+def record_dict(params) -> dict:
+    "A record as plain data, naming its type (the JSON `plan.params` block); nested records likewise."
+    return dict(record=type(params).__name__, **{k: record_dict(v) if is_record(v) else v for k, v in params._asdict().items()})
 
 # %% ../nbs/planning/29_registry.ipynb #abca3340
 def n_for_rate(rate:Callable[[float], float], # n -> the predicted accuracy β̂(n), decreasing in n
@@ -98,7 +102,7 @@ class Algorithm(NamedTuple):
     access: str = "single-pass"      # 'single-pass' (no sample read twice) or 'multi-pass'
     stationarity: str = "goldstein"  # what the run certifies: 'goldstein' (radius 2α), 'gradient' or 'sosp'
     ledger_at: Callable|None = None  # (problem, plan, step) -> the releases made by the end of `step` (None: only the total)
-    unit_ledger: Callable|None = None  # (problem, plan) -> the ledger at noise multiplier 1, to re-price overrides
+    params: type|None = None         # the NamedTuple type of `plan.params` (its NOISE, FREE and field names)
     build: Callable|None = None      # O2NC algorithms: (problem, plan, rng) -> (oracle, data access), for audits of the oracle
 
 # %% ../nbs/planning/29_registry.ipynb #2e21fd8a
@@ -113,6 +117,8 @@ def register(alg:Algorithm) -> Algorithm:
         raise TypeError(f"{alg.name} is private, so it must give `planned(problem, plan) -> Ledger`: minimize prices every plan before it runs.")
     if alg.access not in ACCESS: raise ValueError(f"{alg.name}: `access` must be one of {ACCESS}. Found {alg.access!r}.")
     if alg.stationarity not in STATIONARITY: raise ValueError(f"{alg.name}: `stationarity` must be one of {STATIONARITY}. Found {alg.stationarity!r}.")
+    if not (isinstance(alg.params, type) and hasattr(alg.params, "_fields") and hasattr(alg.params, "NOISE") and hasattr(alg.params, "FREE")):
+        raise TypeError(f"{alg.name}: `params` must be the NamedTuple type of its plans' records, with NOISE and FREE field tuples.")
     ALGORITHMS[alg.name] = alg; return alg
 
 def get_algorithm(name:str) -> Algorithm:

@@ -7,20 +7,22 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/planning/smooth_algorithms.html.
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #d5d96da2
 from __future__ import annotations
 import math
+from typing import NamedTuple
 import numpy as np
 from .privacy import DEFAULT_ACCOUNTANT
 from .validation import check_positive, check_delta
 from .ledger import Ledger, calibrate_ledger
 from .streams import DataStream, MultiPassView
 from .registry import (Plan, InsufficientDataError, n_for_rate, choose_target, Algorithm, RunOutput, register,
-                                  DATA_STREAM, ORACLE_STREAM)
+                                  scale_noise, DATA_STREAM, ORACLE_STREAM)
 from .spiderboost import (spiderboost_parameters, spider_noise_ratio, spiderboost_step_size, calibrate_spiderboost, spiderboost_releases, private_spiderboost, tree_spider_parameters,
                                      tree_spider_releases, tree_spider, tree_samples_per_round)
 from .convex_glm import recursive_regularization, recursive_regularization_releases, jl_method, jl_dimension
 
 # %% auto #0
-__all__ = ['spider_rate', 'spider_n_min', 'spider_recipe', 'tree_spider_rate', 'tree_spider_recipe', 'convex_rate',
-           'convex_schedule', 'convex_recipe', 'glm_recipe']
+__all__ = ['spider_rate', 'spider_n_min', 'SpiderParams', 'spider_recipe', 'tree_spider_rate', 'TreeSpiderParams',
+           'tree_spider_recipe', 'convex_rate', 'convex_schedule', 'ConvexParams', 'convex_recipe', 'GLMParams',
+           'glm_recipe']
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #14ccd5e1
 def _check_smooth(n, d, epsilon, delta, L, Phi, L1):
@@ -62,6 +64,19 @@ def spider_n_min(d, epsilon, delta, L0=1.0, L1=1.0, F0=1.0) -> int:
     return max(2, math.ceil(max((L0 * epsilon) ** 2 / (F0 * L1 * d * math.log(1 / delta)),
                                 math.sqrt(d) * max(1.0, math.sqrt(L1 * F0) / L0) / epsilon)))
 
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #1c88827b
+class SpiderParams(NamedTuple):
+    "The parameters of Private SpiderBoost, ABGGMU Alg. 1, in the paper's names."
+    T: int                  # steps
+    q: int                  # a checkpoint (a fresh b1-batch gradient) every q steps
+    b1: int                 # checkpoint batch (expected size: Poisson sampling)
+    b2: int                 # batch of the gradient differences in between
+    eta: float              # step size
+    z: float                # noise multiplier of the differences (std z·L1/b2); the checkpoints get ratio·z (std ratio·z·L0/b1)
+    L0: float               # per-sample gradient clip norm
+    L1: float               # PUBLIC smoothness bound: differences clipped to min(L1||Δw||, 2L0)
+    NOISE = ("z",); FREE = ("eta",)
+
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #025211ce
 def spider_recipe(n:int, d:int, epsilon:float, delta:float,
                   alpha:float|None=None, # unused: the losses are smooth (kept for `plan_run`'s signature)
@@ -86,22 +101,22 @@ def spider_recipe(n:int, d:int, epsilon:float, delta:float,
               "sensitivity enforced by clipping: gradients to L0, differences to min(L1||Δw||, 2L0)")
     return Plan(algorithm="abggmu-spider", theorem="ABGGMU Thm 1 / Thm 9 (arXiv Alg. 1, Private SpiderBoost)", n=n, d=d,
                 epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0), beta=beta, L=float(L), Phi=float(Phi),
-                T=s["T"], D=0.0, M=1, eta=eta, period=s["q"], B1=s["b1"], B2=s["b2"], m=1, sigma=z, sigma2=0.0, C1=float(L),
-                C2=float(L1), restart=False, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
-                errata=errata,
-                extra=dict(L1=float(L1), c_rate=c_rate, eta_thm9=s["eta"],
-                     noise_ratio=spider_noise_ratio(n, s["T"], s["q"], s["b1"], s["b2"])))
+                params=SpiderParams(T=s["T"], q=s["q"], b1=s["b1"], b2=s["b2"], eta=eta, z=z, L0=float(L), L1=float(L1)),
+                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
+                derivation=dict(c_rate=c_rate, eta_thm9=s["eta"], noise_ratio=spider_noise_ratio(n, s["T"], s["q"], s["b1"], s["b2"])))
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #ad9b0d8d
 def _spider_sigmas(plan) -> tuple:
-    "(σ1, σ2) of a plan: multiplier plan.sigma on the differences, ratio·plan.sigma on the checkpoints (the ratio from the plan's schedule)."
-    r = spider_noise_ratio(plan.n, plan.T, plan.period, plan.B1, plan.B2)
-    return r * plan.sigma * plan.C1 / plan.B1, plan.sigma * plan.C2 / plan.B2
+    "(σ1, σ2) of a plan: multiplier z on the differences, ratio·z on the checkpoints (the ratio from the plan's schedule)."
+    p = plan.params
+    r = spider_noise_ratio(plan.n, p.T, p.q, p.b1, p.b2)
+    return r * p.z * p.L0 / p.b1, p.z * p.L1 / p.b2
 
 def _spider_ledger(plan, steps:int|None=None) -> Ledger:
     "The releases of the plan's T steps, or of its first `steps` (what a run stopped or saved there has released)."
     if steps is not None and steps < 1: return Ledger()
-    return spiderboost_releases(plan.n, plan.T if steps is None else steps, plan.period, plan.B1, plan.B2, *_spider_sigmas(plan), plan.C1, plan.C2)
+    p = plan.params
+    return spiderboost_releases(plan.n, p.T if steps is None else steps, p.q, p.b1, p.b2, *_spider_sigmas(plan), p.L0, p.L1)
 
 def _check_L1(problem, L1, name):
     s = getattr(problem, "smoothness", None)
@@ -111,10 +126,11 @@ def _check_L1(problem, L1, name):
 
 def _run_spider(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `abggmu-spider`: the L1 check, then Alg. 1 on a `MultiPassView` (`minimize` has checked the budget)."
-    _check_L1(problem, plan.C2, "abggmu-spider")
+    p = plan.params
+    _check_L1(problem, p.L1, "abggmu-spider")
     view = MultiPassView(problem.data)
-    out = private_spiderboost(problem, view, plan.T, plan.period, plan.B1, plan.B2, plan.eta, *_spider_sigmas(plan),
-                              plan.C1, plan.C2, rng=rng.child(ORACLE_STREAM), w0=x0, checkpoint=ck)
+    out = private_spiderboost(problem, view, p.T, p.q, p.b1, p.b2, p.eta, *_spider_sigmas(plan),
+                              p.L0, p.L1, rng=rng.child(ORACLE_STREAM), w0=x0, checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, x_last=out.w_last, g_norms=out.grad_norms)
     return RunOutput(out.w, int((view.uses > 0).sum()), view.max_uses, out.clip.diagnostics(), trace)
 
@@ -128,6 +144,20 @@ def _tree_ok(n, d, epsilon, delta, L0, L1, F0) -> bool:
     except ValueError: return False
     h = s["D"] / 2 + 1
     return n >= max(math.sqrt(d) * h**2 / epsilon, h**3)
+
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #5b5ef240
+class TreeSpiderParams(NamedTuple):
+    "The parameters of tree-based private Spider, ABGGMU Alg. 2, in the paper's names."
+    T: int                  # rounds (each a fresh tree of depth D on fresh samples)
+    depth: int              # D: the tree has 2^D leaves (steps) per round
+    b: int                  # batch at the root; a node at depth j reads b/2^j·… samples (`tree_samples_per_round`)
+    beta_step: float        # β: the step length budget of a round (each leaf step has length β/(2^{D/2}L1))
+    alpha_tilde: float      # stop threshold α̃: the run stops at a leaf whose noisy gradient norm is ≤ 2α̃
+    z: float                # noise multiplier of every node (std z·sensitivity)
+    L0: float               # per-sample gradient clip norm
+    L1: float               # PUBLIC smoothness bound (the difference clip)
+    step_after_last_leaf: bool = True  # erratum 5: step after the last leaf of a round
+    NOISE = ("z",); FREE = ("alpha_tilde",)
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #0c215740
 def tree_spider_recipe(n:int, d:int, epsilon:float, delta:float,
@@ -155,30 +185,31 @@ def tree_spider_recipe(n:int, d:int, epsilon:float, delta:float,
               f"step after the last leaf: {step_after_last_leaf} (erratum 5)", "stop threshold α̃ exposed (the paper's C̃α is vacuous)",
               "sensitivity enforced by clipping to the planned bounds; replace-one, parallel composition over disjoint nodes")
     return Plan(algorithm="abggmu-tree-spider", theorem="ABGGMU Thm 3 / Thm 4 (arXiv Alg. 2, tree-based private Spider)", n=n,
-                d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0), beta=beta, L=float(L),
-                Phi=float(Phi), T=s["T"], D=s["beta"] / (2 ** (s["D"] / 2) * L1), M=1, eta=0.0, period=2 ** s["D"], B1=s["b"],
-                B2=s["b"] // 2, m=1, sigma=z, sigma2=0.0, C1=float(L), C2=float(L1), restart=False, rate=rate(n),
-                n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
-                extra=dict(depth=s["D"], beta_step=s["beta"], alpha_thm=s["alpha"], alpha_tilde=float(at), L1=float(L1),
-                     step_after_last_leaf=step_after_last_leaf, samples=s["T"] * tree_samples_per_round(s["D"], s["b"])))
+                d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0), beta=beta, L=float(L), Phi=float(Phi),
+                params=TreeSpiderParams(T=s["T"], depth=s["D"], b=s["b"], beta_step=s["beta"], alpha_tilde=float(at), z=z,
+                                        L0=float(L), L1=float(L1), step_after_last_leaf=step_after_last_leaf),
+                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
+                derivation=dict(alpha_thm=s["alpha"], step_length=s["beta"] / (2 ** (s["D"] / 2) * L1),
+                                samples=s["T"] * tree_samples_per_round(s["D"], s["b"])))
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #182d804c
-def _tree_ledger(plan, z) -> Ledger:
-    D, b, bs = plan.extra["depth"], plan.B1, plan.extra["beta_step"]
-    return tree_spider_releases(D, b, bs, plan.C1, z * 2 * plan.C1 / b, z * 2 * bs * 2 ** (D / 2) / b)
+def _tree_ledger(plan) -> Ledger:
+    "The releases of one round's tree (rounds use disjoint samples: parallel composition), at the plan's multiplier z."
+    p = plan.params; D, b, bs, z = p.depth, p.b, p.beta_step, p.z
+    return tree_spider_releases(D, b, bs, p.L0, z * 2 * p.L0 / b, z * 2 * bs * 2 ** (D / 2) / b)
 
 def _run_tree_spider(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `abggmu-tree-spider`: the L1 and data-size checks, then Alg. 2 on a single-pass `DataStream`."
-    _check_L1(problem, plan.C2, "abggmu-tree-spider")
-    D, b = plan.extra["depth"], plan.B1
-    need = plan.T * tree_samples_per_round(D, b)
+    p = plan.params; D, b = p.depth, p.b
+    _check_L1(problem, p.L1, "abggmu-tree-spider")
+    need = p.T * tree_samples_per_round(D, b)
     if need > len(problem.data):
         raise InsufficientDataError(f"abggmu-tree-spider: the plan reads {need} distinct samples but the data have {len(problem.data)}. "
                                     "Use more data or fewer rounds (T).")
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
-    out = tree_spider(problem, stream, plan.T, D, b, plan.extra["beta_step"], plan.C1, plan.C2, plan.sigma * 2 * plan.C1 / b,
-                      plan.sigma * 2 * plan.extra["beta_step"] * 2 ** (D / 2) / b, plan.extra["alpha_tilde"], rng=rng.child(ORACLE_STREAM),
-                      w0=x0, step_after_last_leaf=plan.extra["step_after_last_leaf"], checkpoint=ck)
+    out = tree_spider(problem, stream, p.T, D, b, p.beta_step, p.L0, p.L1, p.z * 2 * p.L0 / b,
+                      p.z * 2 * p.beta_step * 2 ** (D / 2) / b, p.alpha_tilde, rng=rng.child(ORACLE_STREAM),
+                      w0=x0, step_after_last_leaf=p.step_after_last_leaf, checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, stopped=out.stopped, round=out.round, leaf=out.leaf, leaves=out.leaves)
     return RunOutput(out.w, stream.samples_used, stream.max_uses, out.clip.diagnostics(), trace)
 
@@ -205,6 +236,20 @@ def convex_schedule(n:int, d:int, epsilon:float, delta:float, L0:float, L1:float
         Kth.append(k); Ks.append(min(k, K_max) if K_max else k)
     return dict(lam=lam, T=T, m=m, K=tuple(Ks), K_theory=tuple(Kth))
 
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #87ad3080
+class ConvexParams(NamedTuple):
+    "The parameters of recursive regularization with NoisyGD, ABGGMU Alg. 3 + Alg. 7, in the paper's names."
+    T: int                  # stages, each on its own ⌊n/T⌋ samples
+    m: int                  # stage size ⌊n/T⌋
+    lam: float              # λ: stage t adds the regularizer (2^t − 1)λ-strongly convex around the previous output
+    K: tuple                # K_t: NoisyGD steps of stage t
+    R: float                # PUBLIC bound on ||w*||: stage t projects onto the ball of radius (√2)^t R
+    z: float                # noise multiplier of every stage (σ_t = z·(2L0/m)·√K_t)
+    L0: float               # per-sample gradient clip norm
+    L1: float               # PUBLIC smoothness bound (sets NoisyGD's step)
+    warm_start: bool = False   # NoisyGD starts stage t at w̄_{t−1} (default 0, as printed)
+    NOISE = ("z",); FREE = ("warm_start",)
+
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #692f5560
 def convex_recipe(n:int, d:int, epsilon:float, delta:float,
                   alpha:float|None=None, # unused: the losses are smooth (kept for `plan_run`'s signature)
@@ -224,39 +269,53 @@ def convex_recipe(n:int, d:int, epsilon:float, delta:float,
     beta, need, chosen = choose_target(rate, n, beta, "abggmu-convex")
     s = convex_schedule(n, d, epsilon, delta, L, L1, radius, K_max)
     plan = Plan(algorithm="abggmu-convex", theorem="ABGGMU Thm 5 (Alg. 3 + Alg. 7, recursive regularization with NoisyGD)", n=n,
-                d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0), beta=beta, L=float(L),
-                Phi=float(Phi), T=s["T"], D=float(radius), M=1, eta=0.0, period=s["m"], B1=s["m"], B2=s["m"], m=1, sigma=1.0,
-                sigma2=0.0, C1=float(L), C2=float(L1), restart=False, rate=rate(n), n_required=need, beta_chosen=chosen,
-                accountant=accountant,
+                d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0), beta=beta, L=float(L), Phi=float(Phi),
+                params=ConvexParams(T=s["T"], m=s["m"], lam=s["lam"], K=s["K"], R=float(radius), z=1.0, L0=float(L), L1=float(L1),
+                                    warm_start=warm_start),
+                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
                 errata=("Alg. 3: loop t = 1..T (T stages)", "σ_t uses the stage size m = ⌊n/T⌋, not n, and K_t, not K_t² (erratum 6)",
                  "λ = L0²/(L1R²)·min(1/n, d/(nε)²) (the square on R)", "K_t from Lemma D.3 with μ_t = (2^t−1)λ, capped at K_max",
                  "per-sample gradients clipped to L0; stages on disjoint chunks (parallel composition)"),
-                extra=dict(lam=s["lam"], K=s["K"], K_theory=s["K_theory"], radius=float(radius), warm_start=warm_start, L1=float(L1)))
-    return plan._replace(sigma=calibrate_ledger(_convex_ledger(plan, 1.0), epsilon, delta, accountant))
+                derivation=dict(K_theory=s["K_theory"]))
+    return plan.tune(z=calibrate_ledger(_convex_ledger(plan), epsilon, delta, accountant))     # the plan was built at z = 1
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #aa1306ed
-def _convex_sigmas(plan, z) -> list:
-    "σ_t = z·(2C/m)·√K_t: K_t Gaussian releases of sensitivity 2C/m are one Gaussian of multiplier z, every stage alike."
-    return [z * 2 * plan.C1 / plan.B1 * math.sqrt(k) for k in plan.extra["K"]]
+def _convex_sigmas(plan) -> list:
+    "σ_t = z·(2L0/m)·√K_t: K_t Gaussian releases of sensitivity 2L0/m are one Gaussian of multiplier z, every stage alike."
+    p = plan.params
+    return [p.z * 2 * p.L0 / p.m * math.sqrt(k) for k in p.K]
 
-def _convex_ledger(plan, z, stages:int|None=None) -> Ledger:
+def _convex_ledger(plan, stages:int|None=None) -> Ledger:
     "The releases of the plan's T stages, or of its first `stages` (one release per stage, each on its own samples)."
-    full = recursive_regularization_releases(plan.T * plan.B1, plan.T, plan.C1, _convex_sigmas(plan, z), K=list(plan.extra["K"]))
+    p = plan.params
+    full = recursive_regularization_releases(p.T * p.m, p.T, p.L0, _convex_sigmas(plan), K=list(p.K))
     return full if stages is None else Ledger(full.releases[:max(stages, 0)])
 
 def _run_convex(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `abggmu-convex`: convexity, L1 and stage checks, then Alg. 3 on disjoint chunks of a `DataStream`."
     if not getattr(problem, "convex", False): raise ValueError(f"abggmu-convex needs a convex loss; {type(problem).__name__} is not marked convex. Use abggmu-spider.")
-    _check_L1(problem, plan.C2, "abggmu-convex")
-    if len(plan.extra["K"]) != plan.T: raise ValueError(f"abggmu-convex: the plan has T = {plan.T} stages but {len(plan.extra['K'])} values of K; override K via the recipe.")
-    if len(problem.data) // plan.T != plan.B1:
-        raise ValueError(f"abggmu-convex: the plan's stage size m = {plan.B1} must be ⌊n/T⌋ = {len(problem.data) // plan.T} (every sample in one stage).")
+    p = plan.params
+    _check_L1(problem, p.L1, "abggmu-convex")
+    if len(p.K) != p.T: raise ValueError(f"abggmu-convex: the plan has T = {p.T} stages but {len(p.K)} values of K; give one K_t per stage.")
+    if len(problem.data) // p.T != p.m:
+        raise ValueError(f"abggmu-convex: the plan's stage size m = {p.m} must be ⌊n/T⌋ = {len(problem.data) // p.T} (every sample in one stage).")
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
-    out = recursive_regularization(problem, stream, plan.T, plan.extra["lam"], plan.D, plan.C1,
-                                   _convex_sigmas(plan, plan.sigma), K=list(plan.extra["K"]), L1=plan.C2,
-                                   warm_start=plan.extra["warm_start"], rng=rng.child(ORACLE_STREAM), checkpoint=ck)
+    out = recursive_regularization(problem, stream, p.T, p.lam, p.R, p.L0, _convex_sigmas(plan), K=list(p.K), L1=p.L1,
+                                   warm_start=p.warm_start, rng=rng.child(ORACLE_STREAM), checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, stage_outputs=out.stage_outputs, stages_per_sample=stream.max_uses)
-    return RunOutput(out.w, stream.samples_used, stream.max_uses * max(plan.extra["K"]), out.clip.diagnostics(), trace)
+    return RunOutput(out.w, stream.samples_used, stream.max_uses * max(p.K), out.clip.diagnostics(), trace)
+
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #3ca3fa4b
+class GLMParams(NamedTuple):
+    "The parameters of the JL method, ABGGMU Alg. 4: a projection to R^k, then the base algorithm's own record there."
+    base: str               # the private base algorithm A: 'abggmu-spider' or 'abggmu-convex'
+    k: int                  # JL dimension ⌈c·rank·log(2n/δ)⌉
+    rank: int               # PUBLIC upper bound on rank(X) (erratum 9)
+    x_norm: float           # PUBLIC bound on the feature norms ||X|| (projected rows clipped to √2||X||)
+    L1_link: float          # PUBLIC smoothness bound of the link
+    inner: NamedTuple       # the base's record (`SpiderParams` or `ConvexParams`) in R^k
+    NOISE = ("inner",); FREE = ()
+    T = property(lambda self: self.inner.T, doc="the base's steps (or stages): what the JL method runs")
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #a01564c3
 _GLM_BASES = {"abggmu-spider": (lambda *a, **k: spider_recipe(*a, **k)), "abggmu-convex": (lambda *a, **k: convex_recipe(*a, **k))}
@@ -292,26 +351,33 @@ def glm_recipe(n:int, d:int, epsilon:float, delta:float,
     bp = _GLM_BASES[base](n, k, epsilon, delta, alpha, None, L0k, Phi, accountant=accountant, L1=L1k, **base_constants)
     return bp._replace(algorithm="abggmu-glm", theorem=f"ABGGMU Thm 6 / Cor. 1 (Alg. 4, JL method) over {bp.theorem}", d=d, beta=beta,
                        L=float(L), rate=rate(n), n_required=max(need, n_min), beta_chosen=chosen,
+                       params=GLMParams(base=base, k=k, rank=rank, x_norm=float(x_norm), L1_link=float(L1), inner=bp.params),
                        errata=bp.errata + ("Thm 6: k from a PUBLIC rank bound, not rank(X) (erratum 9)",
                                            "projected rows clipped to √2||X||: the base's constants hold deterministically, δ not split",
                                            "only the rank branch of Thm 6 (the (nε)^(−2/5) branch rests on a flawed step, note §3)"),
-                       extra=dict(bp.extra, base=base, k=k, rank=rank, x_norm=float(x_norm), L1_link=float(L1), base_rate=bp.rate))
+                       derivation=dict(bp.derivation, base_rate=bp.rate))
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #e7f7e3fa
 _BASE_RUN = {"abggmu-spider": lambda *a: _run_spider(*a), "abggmu-convex": lambda *a: _run_convex(*a)}
-_BASE_LEDGER_AT = {"abggmu-spider": lambda plan, s: _spider_ledger(plan, s), "abggmu-convex": lambda plan, s: _convex_ledger(plan, plan.sigma, s)}
-_BASE_LEDGER = {"abggmu-spider": lambda plan, z: _spider_ledger(plan._replace(sigma=z)), "abggmu-convex": lambda plan, z: _convex_ledger(plan, z)}
+_BASE_LEDGER = {"abggmu-spider": lambda plan, s=None: _spider_ledger(plan, s), "abggmu-convex": lambda plan, s=None: _convex_ledger(plan, s)}
+
+def _base_plan(plan) -> Plan:
+    "The base algorithm's plan inside a JL plan: its record, in dimension k."
+    return plan._replace(d=plan.params.k, params=plan.params.inner)
+
+def _glm_ledger(plan, steps:int|None=None) -> Ledger:
+    return _BASE_LEDGER[plan.params.base](_base_plan(plan), steps)
 
 def _run_glm(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `abggmu-glm`: Alg. 4 (`jl_method`) with the base runner in R^k (`minimize` has checked the budget)."
     from dpnotebooks.problems import LinearModel
     if not isinstance(problem, LinearModel): raise ValueError(f"abggmu-glm needs a GLM (`LinearModel`). Found {type(problem).__name__}.")
-    base, k = plan.extra["base"], plan.extra["k"]
-    _check_L1(problem, plan.extra["L1_link"], "abggmu-glm")
+    g = plan.params
+    _check_L1(problem, g.L1_link, "abggmu-glm")
     runs = []
     def solve(proj, r):
-        runs.append(_BASE_RUN[base](proj, plan._replace(d=k), r, np.zeros(k), progress, ck)); return runs[-1].x
-    out = jl_method(problem, k, solve, x_norm=plan.extra["x_norm"], rng=rng.child(ORACLE_STREAM))
+        runs.append(_BASE_RUN[g.base](proj, _base_plan(plan), r, np.zeros(g.k), progress, ck)); return runs[-1].x
+    out = jl_method(problem, g.k, solve, x_norm=g.x_norm, rng=rng.child(ORACLE_STREAM))
     res = runs[-1]
     trace = dict(res.trace, algorithm=plan.algorithm, plan=plan, w_tilde=out.w_tilde)
     nonprivate = dict(res.nonprivate or {}, rows_projected_back=out.clip.clipped, rows_nonfinite_zeroed=out.clip.nonfinite)
@@ -320,19 +386,17 @@ def _run_glm(problem, plan, rng, x0, progress, ck) -> RunOutput:
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #0bbc65ba
 for _alg in (
     Algorithm("abggmu-spider", "ABGGMU Thm 1/9: Private SpiderBoost (ERM), Poisson batches, noise ∝ step length", spider_recipe,
-              access="multi-pass", run=lambda *a: _run_spider(*a), unit_ledger=lambda problem, plan: _spider_ledger(plan._replace(sigma=1.0)),
+              access="multi-pass", run=lambda *a: _run_spider(*a), params=SpiderParams,
               stationarity="gradient", ledger_at=lambda problem, plan, s: _spider_ledger(plan, s), planned=lambda problem, plan: _spider_ledger(plan)),
     Algorithm("abggmu-tree-spider", "ABGGMU Thm 3/4: tree-based private Spider (population), single pass, disjoint nodes", tree_spider_recipe,
-              access="single-pass", run=lambda *a: _run_tree_spider(*a), unit_ledger=lambda problem, plan: _tree_ledger(plan, 1.0),
-              stationarity="gradient", ledger_at=lambda problem, plan, s: _tree_ledger(plan, plan.sigma) if s >= 1 else Ledger(),
-              planned=lambda problem, plan: _tree_ledger(plan, plan.sigma)),
+              access="single-pass", run=lambda *a: _run_tree_spider(*a), params=TreeSpiderParams,
+              stationarity="gradient", ledger_at=lambda problem, plan, s: _tree_ledger(plan) if s >= 1 else Ledger(),
+              planned=lambda problem, plan: _tree_ledger(plan)),
     Algorithm("abggmu-convex", "ABGGMU Thm 5: recursive regularization + NoisyGD (convex population), disjoint stages", convex_recipe,
-              access="multi-pass", run=lambda *a: _run_convex(*a), unit_ledger=lambda problem, plan: _convex_ledger(plan, 1.0),
-              stationarity="gradient", ledger_at=lambda problem, plan, s: _convex_ledger(plan, plan.sigma, s),
-              planned=lambda problem, plan: _convex_ledger(plan, plan.sigma)),
+              access="multi-pass", run=lambda *a: _run_convex(*a), params=ConvexParams,
+              stationarity="gradient", ledger_at=lambda problem, plan, s: _convex_ledger(plan, s),
+              planned=lambda problem, plan: _convex_ledger(plan)),
     Algorithm("abggmu-glm", "ABGGMU Thm 6/Cor 1: JL method for GLMs (public rank bound) over abggmu-spider or abggmu-convex", glm_recipe,
-              access="multi-pass", run=lambda *a: _run_glm(*a),
-              unit_ledger=lambda problem, plan: _BASE_LEDGER[plan.extra["base"]](plan, 1.0), stationarity="gradient",
-              ledger_at=lambda problem, plan, s: _BASE_LEDGER_AT[plan.extra["base"]](plan, s),
-              planned=lambda problem, plan: _BASE_LEDGER[plan.extra["base"]](plan, plan.sigma)),
+              access="multi-pass", run=lambda *a: _run_glm(*a), params=GLMParams, stationarity="gradient",
+              ledger_at=lambda problem, plan, s: _glm_ledger(plan, s), planned=lambda problem, plan: _glm_ledger(plan)),
 ): register(_alg)

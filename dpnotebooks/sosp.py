@@ -164,6 +164,9 @@ class SOSPParams(NamedTuple):
     G: float; M: float; rho: float; B: float; d: int
     private: bool = True
     iota: float = 0.1
+    NOISE = (); FREE = ()
+    LOCKED = ("T, b, the σ's and Γ depend on each other and on the budget; "
+              "override the recipe constants alpha, c_T, c_gamma, tau, iota, M or rho instead.")
 
 def _check_sosp(d, epsilon, delta, G, M, rho, B, alpha, private):
     check_count("d", d)

@@ -86,29 +86,14 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
     return Plan(algorithm="lt-sosp" if private else "lt-sosp-nonprivate",
                 theorem="LT Thm 3.17 (Alg. 3 + Alg. 4 oracles + Alg. 2 escape), note §2.9", n=int(n), d=int(d),
                 epsilon=float(epsilon) if private else math.inf, delta=float(delta) if private else 0.0, alpha=p.alpha,
-                beta=p.alpha, L=float(L), Phi=float(Phi), T=p.T, D=p.Xi, M=1, eta=p.eta, period=p.T, B1=p.b, B2=1, m=1,
-                sigma=p.sigma_tree, sigma2=p.sigma_esc, C1=float(L), C2=float(M), restart=False,
+                beta=p.alpha, L=float(L), Phi=float(Phi), params=p,
                 rate=lt_sosp_rate(n, d, epsilon if private else math.inf, Phi, L, M, rho), n_required=need, beta_chosen=chosen,
-                accountant=accountant, errata=errata,
-                extra=dict(params=p._asdict(), n_min=n_min, lambda_threshold=-math.sqrt(rho * p.alpha), rho=float(rho)))
+                accountant=accountant, errata=errata, derivation=dict(n_min=n_min))
 
 # %% ../nbs/planning/33_sosp_algorithm.ipynb #1364d55a
-_FIELDS = dict(T="T", B1="b", eta="eta", sigma="sigma_tree", sigma2="sigma_esc", D="Xi")
-
-def _check_plan(plan, p:SOSPParams):
-    "Plan fields must be the recipe's: lt-sosp is re-planned through its constants, never by editing fields."
-    for field, key in _FIELDS.items():
-        if not math.isclose(float(getattr(plan, field)), float(getattr(p, key)), rel_tol=1e-12):
-            raise ValueError(f"{plan.algorithm}: the plan's {field} = {getattr(plan, field)!r} differs from its recipe's {getattr(p, key)!r}. "
-                             "Its parameters depend on each other; change alpha, c_T, c_gamma, tau, iota, M or rho instead.")
-
-def _refuse_fields(problem, plan):
-    raise ValueError("lt-sosp: plan fields cannot be overridden (T, b, σ's and Γ depend on each other and on the budget). "
-                     "Override the recipe constants alpha, c_T, c_gamma, tau, iota, M or rho instead.")
-
 def _run_lt_sosp(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `lt-sosp`: the smoothness and size checks, then LT Alg. 3 on a single-pass `DataStream` (`minimize` checked the budget)."
-    p = SOSPParams(**plan.extra["params"]); _check_plan(plan, p)
+    p = plan.params
     if not getattr(problem, "smooth", False):
         raise ValueError(f"{plan.algorithm} needs a twice-differentiable loss; {type(problem).__name__} is not smooth. "
                          "Use klt-single-pass or ztc for nonsmooth losses.")
@@ -124,7 +109,7 @@ def _run_lt_sosp(problem, plan, rng, x0, progress, ck) -> RunOutput:
         warnings.warn(f"{plan.algorithm}: {out.reason} (the run stopped: {out.stopped}). Use more data or a larger alpha.", stacklevel=3)
     trace = dict(algorithm=plan.algorithm, plan=plan, certified=out.certified, reason=out.reason, stopped=out.stopped,
                  anchors=[dict(a._asdict()) for a in out.anchors], steps=out.steps, refreshes=out.refreshes, x_last=out.x_last,
-                 lambda_threshold=plan.extra["lambda_threshold"], transcript=out.transcript)
+                 lambda_threshold=-math.sqrt(p.rho * p.alpha), transcript=out.transcript)
     return RunOutput(out.x, stream.samples_used, stream.max_uses,
                      dict(both.diagnostics(), **out.grad_clip.diagnostics("grad_"), **out.hess_clip.diagnostics("hess_")), trace)
 
@@ -132,9 +117,9 @@ def _run_lt_sosp(problem, plan, rng, x0, progress, ck) -> RunOutput:
 _nonprivate_recipe = partial(lt_sosp_recipe, private=False)   # ε and δ are ignored
 for _alg in (
     Algorithm("lt-sosp", "LT Thm 3.17: adaptive-batch private Spider + saddle escape (second-order points), single pass, tree per refresh",
-              lt_sosp_recipe, access="single-pass", run=lambda *a: _run_lt_sosp(*a), unit_ledger=_refuse_fields, stationarity="sosp",
-              planned=lambda problem, plan: sosp_releases(SOSPParams(**plan.extra["params"]))),
+              lt_sosp_recipe, access="single-pass", run=lambda *a: _run_lt_sosp(*a), params=SOSPParams, stationarity="sosp",
+              planned=lambda problem, plan: sosp_releases(plan.params)),
     Algorithm("lt-sosp-nonprivate", "LT Alg. 3 without privacy noise (escape perturbation only): NOT private", _nonprivate_recipe,
-              private=False, access="single-pass", run=lambda *a: _run_lt_sosp(*a), unit_ledger=_refuse_fields, stationarity="sosp",
-              planned=lambda problem, plan: sosp_releases(SOSPParams(**plan.extra["params"]))),
+              private=False, access="single-pass", run=lambda *a: _run_lt_sosp(*a), params=SOSPParams, stationarity="sosp",
+              planned=lambda problem, plan: sosp_releases(plan.params)),
 ): register(_alg)

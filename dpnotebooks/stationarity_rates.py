@@ -84,7 +84,7 @@ def score_rates_run(algorithm:str, n:int, d:int, epsilon:float, delta:float, # w
     loss = lambda w: float(to_numpy(S.loss(asarray(np.asarray(w, float))[None, :]))[0])
     return dict(erm=grad_norm(S, res.x), population=grad_norm(pool, res.x), erm_x0=grad_norm(S, S.x0), loss=loss(res.x), loss_x0=loss(S.x0),
                 clipped_fraction=float(res.nonprivate["clipped_fraction"]), epsilon_spent=float(res.epsilon_spent), seconds=float(res.seconds),
-                T=int(res.trace["plan"].T))
+                T=int(res.trace["plan"].params.T))
 
 # %% ../nbs/experiments/61_stationarity_rates.ipynb #081013b5
 def rate_slope(ns, # sample sizes

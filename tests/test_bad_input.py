@@ -83,7 +83,7 @@ def test_a_fault_mid_run_stops_with_what_was_spent(algorithm, mode, says):
     with pytest.raises(RunStopped) as info:
         minimize(flaky, algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0)
     err = info.value
-    T = plan_run(p, algorithm, 1.0, 1e-6, 0.1).T
+    T = plan_run(p, algorithm, 1.0, 1e-6, 0.1).params.T
     assert 1 < err.step < T and says in str(err) and f"step {err.step}" in str(err) and algorithm in str(err)
     assert err.ledger is not None and len(err.ledger.to_dicts()) >= 1 and 0 < err.epsilon_spent <= 1.0 + 1e-9
     assert "epsilon = " in str(err) and np.all(np.isfinite(err.x)) and err.x.shape == (4,)

@@ -97,3 +97,16 @@ def test_audit_rejects_bad_privacy_parameters():
     for args in (["--epsilon", "0"], ["--delta", "1.5"], ["--delta", "nan"]):
         res = run("audit", "--trials", "100", *args)
         assert res.returncode == 2 and "Traceback" not in res.stderr and "must be" in res.stderr, (args, res.stderr)
+
+def test_json_plan_block_is_the_common_fields_and_the_algorithms_record(tmp_path):
+    "Issue 19: `plan.params` names its record (nested for the JL method); a field the record lacks is refused with the fields listed."
+    out = tmp_path / "glm.json"
+    res = run("run", "abggmu-glm", "--problem", "logistic", "--n", "2000", "--d", "3", "--epsilon", "1", "--delta", "1e-6",
+              "--set", "rank=2", "--set", "L1=0.25", "--seed", "0", "--quiet", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    plan = json.loads(out.read_text())["plan"]
+    assert plan["params"]["record"] == "GLMParams" and plan["params"]["inner"]["record"] == "SpiderParams"
+    assert {"T", "q", "b1", "b2", "eta", "z", "L0", "L1"} <= set(plan["params"]["inner"]) and "extra" not in plan
+    bad = run("run", "dp-sgd", "--problem", "robust-regression", "--n", "2000", "--d", "3", "--epsilon", "1", "--delta", "1e-6",
+              "--set", "B2=64", "--dry-run")
+    assert bad.returncode != 0 and "DPSGDParams: T, batch, eta, C, sigma, sampling" in bad.stderr + bad.stdout

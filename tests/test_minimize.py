@@ -58,7 +58,7 @@ def guarded():
 @pytest.mark.parametrize("algorithm", sorted(SETUPS))
 def test_overspending_plans_are_refused_before_reading(algorithm, guarded):
     plan = plan_run(guarded, algorithm, epsilon=1.0, delta=DELTA, **(dict(max_steps=50) if algorithm == "klt-multi-pass" else {}))
-    kw = dict(sigma=plan.sigma / 10) | (dict(sigma2=plan.sigma2 / 10, max_steps=50) if algorithm == "klt-multi-pass" else {})
+    kw = dict(sigma=plan.params.sigma / 10) | (dict(sigma2=plan.params.sigma2 / 10, max_steps=50) if algorithm == "klt-multi-pass" else {})
     with pytest.raises(BudgetExceededError, match="Nothing was run"):
         minimize(guarded, algorithm, epsilon=1.0, delta=DELTA, seed=0, **kw)
 
@@ -101,26 +101,30 @@ def test_explicit_noise_overrides_are_kept_and_checked(guarded):
     "An explicit sigma2 (multi-pass) is used as given, never silently re-priced; too little noise is refused."
     kw = dict(epsilon=1.0, delta=DELTA, beta=0.2, max_steps=2000)
     base = plan_run(guarded, "klt-multi-pass", **kw)
-    assert base.period > 1            # there are increment releases for sigma2 to price
-    kept = plan_run(guarded, "klt-multi-pass", **kw, sigma2=3 * base.sigma2)
-    assert kept.sigma2 == 3 * base.sigma2 and kept.sigma == base.sigma
+    assert base.params.period > 1     # there are increment releases for sigma2 to price
+    kept = plan_run(guarded, "klt-multi-pass", **kw, sigma2=3 * base.params.sigma2)
+    assert kept.params.sigma2 == 3 * base.params.sigma2 and kept.params.sigma == base.params.sigma
     with pytest.raises(BudgetExceededError, match="Nothing was run"):
-        minimize(guarded, "klt-multi-pass", seed=0, **kw, sigma2=base.sigma2 / 10)
+        minimize(guarded, "klt-multi-pass", seed=0, **kw, sigma2=base.params.sigma2 / 10)
 
 def test_an_algorithm_without_its_own_budget_check_is_still_refused_before_reading(guarded):
     "Issue 19: the budget is checked in one place. A toy algorithm whose `run` reads the data at once and checks nothing is refused by `minimize` when its planned ledger overspends; within budget it runs."
+    from typing import NamedTuple
     from dpnotebooks.registry import Algorithm, RunOutput, register, Plan
     from dpnotebooks.ledger import Ledger, Release
-    def recipe(n, d, epsilon, delta, alpha, beta, L, Phi, accountant="pld", sigma=1.0):
-        return Plan("toy-gaussian-mean", "toy", n, d, epsilon, delta, alpha, 1.0, L, Phi, 1, 0.0, 1, 0.0, sigma=sigma, C1=L, accountant=accountant)
+    class MeanParams(NamedTuple):
+        C: float; sigma: float
+        NOISE = ("sigma",); FREE = ()
+    def recipe(n, d, epsilon, delta, alpha, beta, L, Phi, accountant="pld"):
+        return Plan("toy-gaussian-mean", "toy", n, d, epsilon, delta, alpha, 1.0, L, Phi, MeanParams(C=L, sigma=1.0), accountant=accountant)
     def planned(problem, plan):   # one Gaussian release of a clipped mean: sensitivity 2C/n (replace-one)
-        return Ledger((Release("gaussian", 2 * plan.C1 / plan.n, plan.sigma, 1, "all", "mean of clipped rows + N(0, σ²I)"),))
+        return Ledger((Release("gaussian", 2 * plan.params.C / plan.n, plan.params.sigma, 1, "all", "mean of clipped rows + N(0, σ²I)"),))
     reads = []
     def run(problem, plan, rng, x0, progress, ck):
         reads.append(len(problem.data)); A = np.asarray(problem.data[np.arange(len(problem.data))].A)
-        A = A * np.minimum(1.0, plan.C1 / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-300))   # rows clipped to C1
-        return RunOutput(A.mean(0) + plan.sigma * np.asarray(rng.normal(problem.dim)), len(A), 1, {}, dict(plan=plan))
-    register(Algorithm("toy-gaussian-mean", "a test algorithm with no budget check of its own", recipe, planned, run))
+        A = A * np.minimum(1.0, plan.params.C / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-300))   # rows clipped to C
+        return RunOutput(A.mean(0) + plan.params.sigma * np.asarray(rng.normal(problem.dim)), len(A), 1, {}, dict(plan=plan))
+    register(Algorithm("toy-gaussian-mean", "a test algorithm with no budget check of its own", recipe, planned, run, params=MeanParams))
     try:
         with pytest.raises(BudgetExceededError, match="Nothing was run"):
             minimize(guarded, "toy-gaussian-mean", epsilon=1.0, delta=DELTA, seed=0, sigma=1e-4)

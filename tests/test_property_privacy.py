@@ -106,18 +106,20 @@ def test_every_algorithm_has_a_recipe_property():
 def _theorem_constraints(name, plan):
     "The constraints each theorem puts on its parameters (beyond the budget), as the recipe must deliver them."
     n, alpha = plan.n, plan.alpha
-    if name.startswith("klt-"): assert plan.M * plan.D <= alpha / 4 * (1 + 1e-9)        # KLT: a block of M steps of length ≤ D stays within α/4
-    if name in ("ztc", "ztc-naive", "o2nc-nonprivate"): assert plan.M * plan.D <= alpha * (1 + 1e-9)   # ZTC: one period moves ≤ α
-    if name == "ztc": assert plan.restart and plan.M == plan.period
-    if name in ("dp-sgd", "abggmu-spider", "abggmu-glm"): assert 1 <= plan.B2 <= plan.B1 <= n
-    if name == "abggmu-spider": assert plan.eta <= 1 / (2 * plan.extra["L1"]) * (1 + 1e-12) and plan.period >= 1
+    p = plan.params
+    assert type(p) is ALGORITHMS[name].params                                          # the record the registry names
+    if name.startswith("klt-"): assert p.M * p.D <= alpha / 4 * (1 + 1e-9)             # KLT: a block of M steps of length ≤ D stays within α/4
+    if name in ("ztc", "ztc-naive", "o2nc-nonprivate"): assert p.M * p.D <= alpha * (1 + 1e-9)   # ZTC: one period moves ≤ α
+    if name == "ztc": assert p.restart and p.M == p.period
+    if name == "dp-sgd": assert 1 <= p.batch <= n
+    if name == "abggmu-glm": assert 1 <= p.k; p = p.inner
+    if name in ("abggmu-spider", "abggmu-glm") and type(p).__name__ == "SpiderParams":
+        assert 1 <= p.b2 <= p.b1 <= n and p.eta <= 1 / (2 * p.L1) * (1 + 1e-12) and p.q >= 1
     if name == "abggmu-tree-spider":
-        depth = plan.extra["depth"]
-        assert plan.B1 % (depth * 2 ** (depth + 1)) == 0 and plan.extra["samples"] <= n   # b rounded to D·2^(D+1); one pass
+        assert p.b % (p.depth * 2 ** (p.depth + 1)) == 0 and plan.derivation["samples"] <= n   # b rounded to D·2^(D+1); one pass
     if name == "abggmu-convex":
-        assert plan.T * plan.B1 <= n and len(plan.extra["K"]) == plan.T and min(plan.extra["K"]) >= 1   # disjoint stages
-    if name == "abggmu-glm": assert 1 <= plan.extra["k"]
-    if name.startswith("lt-sosp"): assert n >= plan.extra["n_min"] and plan.extra["lambda_threshold"] < 0
+        assert p.T * p.m <= n and len(p.K) == p.T and min(p.K) >= 1   # disjoint stages
+    if name.startswith("lt-sosp"): assert n >= plan.derivation["n_min"] >= 4 * p.b + 2 * p.T
 
 # derandomized: the same examples on every run, so CI is reproducible (a random run once found a plan priced 2e-6 above ε;
 # `minimize._fit_noise` fixes that class, and 30_minimize keeps the case as a check)
@@ -136,12 +138,12 @@ def test_recipes_fit_their_budget_their_data_and_their_theorem(name, n, d, eps, 
             warnings.simplefilter("ignore")                           # delta >= 1/n warns; that is bad_input's business
             plan = plan_run(p, name, epsilon=eps, delta=delta, alpha=alpha, **consts)
     except InsufficientDataError: return                               # refusing is allowed; overspending is not
-    assert plan.algorithm == name and plan.T >= 1 and plan.n == n and plan.n_required <= n
+    assert plan.algorithm == name and plan.params.T >= 1 and plan.n == n and plan.n_required <= n
     ledger = planned_ledger(p, plan)
     if alg.private:
-        assert plan.sigma > 0 and ledger.spent(delta) <= eps * (1 + 1e-6)
+        assert ledger.spent(delta) <= eps * (1 + 1e-6)
     else: assert ledger.spent(delta) == math.inf
     if alg.build is not None:
         oracle, _ = alg.build(p, plan, make_rng(0))
-        if alg.access == "single-pass": assert oracle.samples_needed(plan.T) <= n
+        if alg.access == "single-pass": assert oracle.samples_needed(plan.params.T) <= n
     _theorem_constraints(name, plan)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from conftest import untouchable
 from dpnotebooks.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
+from dpnotebooks.registry import scale_noise
 from dpnotebooks.ledger import BudgetExceededError
 from dpnotebooks.problems import get_problem
 from dpnotebooks.stationarity import grad_norm
@@ -36,7 +37,7 @@ def test_spends_its_budget_and_lowers_the_gradient(algorithm):
         if ALGORITHMS[algorithm].access == "single-pass":
             assert res.max_uses_per_sample == 1 and res.samples_used <= n
         if algorithm == "abggmu-convex":
-            assert res.trace["stages_per_sample"] == 1 and res.samples_used == plan.T * plan.B1
+            assert res.trace["stages_per_sample"] == 1 and res.samples_used == plan.params.T * plan.params.m
     assert np.median(norms) < g0, (algorithm, norms, g0)
     # a bounded loss is flat far away: a small gradient must come with a lower loss, not from a run that drifted off
     assert max(losses) < f0, (algorithm, losses, f0)
@@ -57,7 +58,8 @@ def test_refusals_come_before_reading(algorithm, guarded):
     kw = SETUPS[algorithm][2]
     plan = plan_run(guarded, algorithm, epsilon=EPS, delta=DELTA, **kw)
     with pytest.raises(BudgetExceededError, match="Nothing was run"):
-        minimize(guarded, algorithm, epsilon=EPS, delta=DELTA, seed=0, sigma=plan.sigma / 10, **kw)
+        noisy = plan.params.NOISE[0]                # z, or (the JL method) the base's record
+        minimize(guarded, algorithm, epsilon=EPS, delta=DELTA, seed=0, **{noisy: getattr(scale_noise(plan.params, 0.1), noisy)}, **kw)
     with pytest.raises(InsufficientDataError, match="Use at least"):
         minimize(guarded, algorithm, epsilon=EPS, delta=DELTA, beta=1e-4, **kw)
     with pytest.raises(ValueError, match="Pass L1 >="):
