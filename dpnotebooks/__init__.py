@@ -10,7 +10,7 @@ __all__ = ['PARAMS_HEADER', 'set_backend', 'get_backend', 'use_backend', 'availa
            'InsufficientDataError', 'list_algorithms', 'RunStopped', 'minimize', 'plan', 'planned_ledger']
 
 # %% ../nbs/interface/51_package.ipynb #22ebfb50
-__version__ = "0.0.2"
+__version__ = "0.0.3"
 __doc__ = """dpnotebooks: differentially private optimization of nonsmooth and nonconvex losses.
 
 A tour in a few names (each is documented: `help(dpnotebooks.minimize)` lists every parameter):
