@@ -55,6 +55,18 @@ def _eps_at(tp_k, fp_k, n, delta, confidence):
     q_hi = clopper_pearson(fp_k, n, 2 * confidence - 1)[1]
     return math.log((p_lo - delta) / q_hi) if p_lo > delta and q_hi > 0 else 0.0
 
+# %% ../nbs/audits/40_audit.ipynb #c5914548
+def _select_threshold(sa0, sb0, delta, conf1, n_thresholds) -> tuple:
+    "(ε, τ, sign) of the best threshold test `sign·score ≥ τ` on the selection half (scores on D, on D')."
+    h = len(sa0); best = (-np.inf, 0.0, 1)
+    for sign in (1, -1):
+        sa, sb = sign * sa0, sign * sb0
+        for tau in np.unique(np.quantile(np.concatenate([sa, sb]), np.linspace(0, 1, n_thresholds))):
+            e = _eps_at(int((sa >= tau).sum()), int((sb >= tau).sum()), h, delta, conf1)
+            if e > best[0]: best = (e, tau, sign)
+    return best
+
+# %% ../nbs/audits/40_audit.ipynb #50e95ee3
 def epsilon_lower_bound(scores_D, # scores of N runs on D, shape (N,)
                         scores_Dp, # scores of N runs on the neighbour D', shape (N,)
                         delta:float, # the δ of the claim
@@ -68,13 +80,8 @@ def epsilon_lower_bound(scores_D, # scores of N runs on D, shape (N,)
     if len(a) != len(b) or len(a) < 20: raise ValueError(f"Need two score samples of equal size ≥ 20. Found {len(a)} and {len(b)}.")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))): raise ValueError("Scores contain NaN or inf; the mechanism's output is not finite.")
     h = len(a) // 2; conf1 = 1 - (1 - confidence) / 2                  # two one-sided bounds share the error
-    best = (-np.inf, 0.0, 1)
-    for sign in (1, -1):
-        sa, sb = sign * a[:h], sign * b[:h]
-        for tau in np.unique(np.quantile(np.concatenate([sa, sb]), np.linspace(0, 1, n_thresholds))):
-            e = _eps_at(int((sa >= tau).sum()), int((sb >= tau).sum()), h, delta, conf1)
-            if e > best[0]: best = (e, tau, sign)
-    _, tau, sign = best; ea, eb = sign * a[h:], sign * b[h:]; n = len(ea)
+    _, tau, sign = _select_threshold(a[:h], b[:h], delta, conf1, n_thresholds)
+    ea, eb = sign * a[h:], sign * b[h:]; n = len(ea)
     tp, fp = int((ea >= tau).sum()), int((eb >= tau).sum())
     eps = max(0.0, _eps_at(tp, fp, n, delta, conf1))
     return AuditResult(eps, float(epsilon_claimed), delta, confidence, len(a), float(sign * tau), tp / n, fp / n, mechanism)
@@ -111,6 +118,12 @@ def audit_tree(epsilon:float, delta:float, length:int=8, trials:int=20000, step:
            for p, d, nm in [(p_diff, d_diff, "X_q - X_q-1"), (p_lvl, d_lvl, "X_q")]]
     return max(res, key=lambda x: x.epsilon_lower)
 
+# %% ../nbs/audits/40_audit.ipynb #55dc067f
+def _zo_problem(base, yb, first_row, first_y, trials:int, batch:int) -> Logistic:
+    "`trials` copies of the batch (base, yb) stacked, each with its first row replaced: one problem holds every run's batch."
+    A = np.tile(base, (trials, 1)); y = np.tile(yb, trials); A[::batch] = first_row; y[::batch] = first_y
+    return Logistic(Dataset(A, y))                              # declares L = 1; the canary row breaks it
+
 # %% ../nbs/audits/40_audit.ipynb #ae38584c
 def audit_zo_oracle(epsilon:float, delta:float, trials:int=20000, d:int=2, batch:int=10, m:int=2, alpha:float=0.1,
                     canary_norm:float=50.0, estimator:Callable=None, rng=None, confidence:float=0.95) -> AuditResult:
@@ -123,8 +136,7 @@ def audit_zo_oracle(epsilon:float, delta:float, trials:int=20000, d:int=2, batch
     base = to_numpy(r.sphere(batch, d)) * 0.5; yb = np.where(to_numpy(r.uniform(batch)) < 0.5, -1.0, 1.0)
     canary = np.zeros(d); canary[0] = canary_norm
     def release(first_row, first_y, rr):
-        A = np.tile(base, (trials, 1)); y = np.tile(yb, trials); A[::batch] = first_row; y[::batch] = first_y
-        prob = Logistic(Dataset(A, y))                              # declares L = 1; the canary row breaks it
+        prob = _zo_problem(base, yb, first_row, first_y, trials, batch)
         U = rr.sphere((trials * batch, m), d)
         G = to_numpy(estimator(prob, np.zeros(d), prob.data, alpha, U)).reshape(trials, batch, d).mean(1)
         return G + sigma * to_numpy(rr.normal((trials, d)))

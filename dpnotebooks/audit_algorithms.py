@@ -45,6 +45,7 @@ def audit_data(n:int, # samples
     A = np.zeros((n, d)); A[:, 0] = to_numpy(r.uniform(n, 0.5, 1.0)) * np.where(to_numpy(r.uniform(n)) < 0.5, -1.0, 1.0)
     return Dataset(A, np.where(to_numpy(r.uniform(n)) < 0.5, -1.0, 1.0), "audit")
 
+# %% ../nbs/audits/41_audit_algorithms.ipynb #5c00e1a7
 class Canary(NamedTuple):
     "Where the differing sample sits: its index in the data and the step whose batch reads it."
     index: int
@@ -122,6 +123,7 @@ def tree_units(Y, # releases (N, T, d) of a tree oracle
         if tau > low: U[:, t - 1] -= Y[:, t - 1 - low]
     return U, np.full(Y.shape[1], oracle.tree.sigma)
 
+# %% ../nbs/audits/41_audit_algorithms.ipynb #af5eb832
 def step_units(Y, # releases (N, T, d) of KLT Alg. 4
                oracle, # the multi-pass oracle (period, σ₁, σ₂)
               ) -> tuple:
@@ -185,6 +187,64 @@ def _canary_index(access, oracle, q:int) -> int:
     order = getattr(access, "order", None)
     return 0 if order is None else int(order[oracle.samples_needed(q - 1) if q > 1 else 0])
 
+# %% ../nbs/audits/41_audit_algorithms.ipynb #4f69f46a
+class _OracleRuns(NamedTuple):
+    "The audited runs of an O2NC oracle: built as `minimize` builds it, then bugged, along the fixed path Z."
+    alg: object           # the registry's algorithm
+    spec: AuditSpec       # the spec, at the problem size audited
+    plan: Plan
+    r: RNG                # the audit's `RNG`: child 1 builds every oracle
+    bug: Callable|None
+    canary: Canary
+    Z: list               # z_1, …, z_T
+    @property
+    def T(self) -> int: return len(self.Z)
+    def built(self, data):
+        oracle, _ = self.alg.build(SignedAbs(data), self.plan, self.r.child(1))   # same seed: same order and directions
+        if self.bug is not None: self.bug(oracle, self.canary)
+        return oracle
+    def units(self, data, noise, R, scale):
+        oracle = widen(self.built(data), R, noise, scale, self.spec.noise_keys)
+        Y = np.stack([np.broadcast_to(to_numpy(oracle(z, t)), (R, self.spec.d)) for t, z in enumerate(self.Z, 1)], axis=1)
+        return self.spec.units(Y, oracle)[0]
+
+# %% ../nbs/audits/41_audit_algorithms.ipynb #0ddf9da0
+def _oracle_setup(name:str, epsilon:float, delta:float, r:RNG, n:int|None, d:int|None, bug:Callable|None, steep:float) -> tuple:
+    "(runs, (D, D'), claim) of an O2NC audit: recipe calibration, the ledger's claim, the canary's step and row, the path."
+    spec, alg = AUDIT_SPECS[name], ALGORITHMS[name]
+    spec = spec._replace(n=n or spec.n, d=d or spec.d)
+    honest = audit_data(spec.n, spec.d, r.child(0))
+    plan = plan_run(SignedAbs(honest), name, epsilon, delta, **spec.overrides)
+    T = spec.steps(plan)
+    probe, access = alg.build(SignedAbs(honest), plan, r.child(1))        # the run as `minimize` builds it
+    claim = probe.releases(T).spent(delta, plan.accountant)
+    q = spec.canary_step(probe)
+    canary = Canary(_canary_index(access, probe, q), q)
+    Z = [spec.path(t, q, plan) * np.eye(spec.d)[0] for t in range(1, T + 1)]
+    return _OracleRuns(alg, spec, plan, r, bug, canary, Z), canary_pair(honest, canary.index, steep), claim
+
+# %% ../nbs/audits/41_audit_algorithms.ipynb #a57087ed
+def _lr_weights(runs:_OracleRuns, pair:tuple) -> tuple:
+    "(Δ_t/σ_t² (T, d), μ = ||Δ/σ||): the LR score's weights and the realized shift in noise units."
+    shift = (runs.units(pair[1], 0, 1, 0.0) - runs.units(pair[0], 0, 1, 0.0))[0]    # Δ_t: noise-free means, (T, d)
+    std = runs.spec.units(np.zeros((1, runs.T, runs.spec.d)), runs.built(pair[0]))[1]   # σ_t of the units, as (possibly) bugged
+    return shift / std[:, None] ** 2, float(np.sqrt(((shift / std[:, None]) ** 2).sum()))
+
+# %% ../nbs/audits/41_audit_algorithms.ipynb #9cbb1fb9
+def _oracle_scores(runs:_OracleRuns, pair:tuple, weights, trials:int, chunk:int) -> list:
+    "The LR scores of `trials` runs on D and on D' (noise streams r.child(2, k, block))."
+    block = max(1, chunk // (runs.T * runs.spec.d))                        # runs per block of releases
+    scores = []
+    for k, data in enumerate(pair):                                        # independent noise for D and D', block by block
+        scores.append(np.concatenate([np.einsum("rtd,td->r", runs.units(data, runs.r.child(2, k, b), min(block, trials - lo), 1.0), weights)
+                                      for b, lo in enumerate(range(0, trials, block))]))
+    return scores
+
+# %% ../nbs/audits/41_audit_algorithms.ipynb #8e96aa57
+def _exact_epsilon(mu:float, delta:float) -> float:
+    "ε at δ of the exact test on a realized shift μ (a Gaussian with sensitivity μ and noise 1)."
+    return epsilon_of(gaussian_event(1.0, mu), delta) if mu > 0 else 0.0
+
 # %% ../nbs/audits/41_audit_algorithms.ipynb #885dab10
 def run_oracle_audit(name:str, # a registered O2NC algorithm (a key of AUDIT_SPECS)
                      epsilon:float, delta:float, # the target the recipe calibrates to
@@ -199,40 +259,33 @@ def run_oracle_audit(name:str, # a registered O2NC algorithm (a key of AUDIT_SPE
                     ) -> AlgorithmAudit:
     "Audit a registered O2NC algorithm: recipe calibration, canary at its most exposed step, fixed path, LR score."
     if name not in AUDIT_SPECS: raise ValueError(f"No audit spec for {name!r}. Available: {', '.join(AUDIT_SPECS)}.")
-    spec, alg, r = AUDIT_SPECS[name], ALGORITHMS[name], make_rng(rng)
-    spec = spec._replace(n=n or spec.n, d=d or spec.d)
-    honest = audit_data(spec.n, spec.d, r.child(0))
-    plan = plan_run(SignedAbs(honest), name, epsilon, delta, **spec.overrides)
-    T = spec.steps(plan)
-    probe, access = alg.build(SignedAbs(honest), plan, r.child(1))        # the run as `minimize` builds it
-    claim = probe.releases(T).spent(delta, plan.accountant)
-    q = spec.canary_step(probe)
-    canary = Canary(_canary_index(access, probe, q), q)
-    Z = [spec.path(t, q, plan) * np.eye(spec.d)[0] for t in range(1, T + 1)]
-
-    def built(data):
-        oracle, _ = alg.build(SignedAbs(data), plan, r.child(1))           # same seed: same order and directions
-        if bug is not None: bug(oracle, canary)
-        return oracle
-
-    def units(data, noise, R, scale):
-        oracle = widen(built(data), R, noise, scale, spec.noise_keys)
-        Y = np.stack([np.broadcast_to(to_numpy(oracle(z, t)), (R, spec.d)) for t, z in enumerate(Z, 1)], axis=1)
-        return spec.units(Y, oracle)[0]
-
-    pair = canary_pair(honest, canary.index, steep)
-    shift = (units(pair[1], 0, 1, 0.0) - units(pair[0], 0, 1, 0.0))[0]    # Δ_t: noise-free means, (T, d)
-    std = spec.units(np.zeros((1, T, spec.d)), built(pair[0]))[1]         # σ_t of the units, as (possibly) bugged
-    weights, mu = shift / std[:, None] ** 2, float(np.sqrt(((shift / std[:, None]) ** 2).sum()))
-    block = max(1, chunk // (T * spec.d))                                  # runs per block of releases
-    scores = []
-    for k, data in enumerate(pair):                                        # independent noise for D and D', block by block
-        scores.append(np.concatenate([np.einsum("rtd,td->r", units(data, r.child(2, k, b), min(block, trials - lo), 1.0), weights)
-                                      for b, lo in enumerate(range(0, trials, block))]))
+    r = make_rng(rng)
+    runs, pair, claim = _oracle_setup(name, epsilon, delta, r, n, d, bug, steep)
+    weights, mu = _lr_weights(runs, pair)
+    scores = _oracle_scores(runs, pair, weights, trials, chunk)
     res = epsilon_lower_bound(scores[1], scores[0], delta, claim, confidence, n_thresholds,
-                              mechanism=f"{name} (d={spec.d}, canary at step {q} of {T})")
-    exact = epsilon_of(gaussian_event(1.0, mu), delta) if mu > 0 else 0.0
-    return AlgorithmAudit(res, exact, mu, plan, canary, T, tuple(scores))
+                              mechanism=f"{name} (d={runs.spec.d}, canary at step {runs.canary.step} of {runs.T})")
+    return AlgorithmAudit(res, _exact_epsilon(mu, delta), mu, runs.plan, runs.canary, runs.T, tuple(scores))
+
+# %% ../nbs/audits/41_audit_algorithms.ipynb #80414765
+def _dpsgd_setup(n:int, d:int, epsilon:float, delta:float, epochs:int, r:RNG, bug:Callable|None, steep:float) -> tuple:
+    "((D, D'), plan, claim, kwargs of `dp_sgd` (as bugged), canary): full-batch recipe calibration and the ledger's claim."
+    honest = audit_data(n, d, r.child(0))
+    plan = plan_run(SignedAbs(honest), "dp-sgd", epsilon, delta, batch_size=n, epochs=epochs)
+    p = plan.params
+    claim = dpsgd_releases(plan.n, p.T, p.batch, p.C, p.sigma, p.sampling).spent(delta, plan.accountant)
+    kwargs = dict(steps=p.T, batch_size=p.batch, lr=p.eta, clip=p.C, sigma=p.sigma, alpha=plan.alpha, sampling=p.sampling, x0=10 * np.eye(d)[0])
+    canary = Canary(0, 1)
+    if bug is not None: bug(kwargs, canary)
+    return canary_pair(honest, canary.index, steep), plan, claim, kwargs, canary
+
+# %% ../nbs/audits/41_audit_algorithms.ipynb #8570acac
+def _dpsgd_outputs(data, noise, R:int, scale:float, T:int, base:RNG, kwargs:dict):
+    "x_T of R runs, (R, d): one widened call for a one-step run, else one call per run."
+    keys = ((DPSGD_STREAM, 3),)
+    if T == 1: return dp_sgd(SignedAbs(data), data, rng=TrialsRNG(base, noise, R, keys, scale), **kwargs).x_last
+    return np.concatenate([dp_sgd(SignedAbs(data), data, rng=TrialsRNG(base, noise.child(i), 1, keys, scale), **kwargs).x_last
+                           for i in range(R)])
 
 # %% ../nbs/audits/41_audit_algorithms.ipynb #a6e77cd2
 def run_dpsgd_audit(epsilon:float, delta:float, # the target the recipe calibrates to
@@ -247,29 +300,15 @@ def run_dpsgd_audit(epsilon:float, delta:float, # the target the recipe calibrat
                    ) -> AlgorithmAudit:
     "Audit DP-SGD end to end at full batch: recipe calibration, one canary, the output x_T, projected on the shift."
     r = make_rng(rng)
-    honest = audit_data(n, d, r.child(0))
-    plan = plan_run(SignedAbs(honest), "dp-sgd", epsilon, delta, batch_size=n, epochs=epochs)
-    p = plan.params
-    claim = dpsgd_releases(plan.n, p.T, p.batch, p.C, p.sigma, p.sampling).spent(delta, plan.accountant)
-    kwargs = dict(steps=p.T, batch_size=p.batch, lr=p.eta, clip=p.C, sigma=p.sigma, alpha=plan.alpha, sampling=p.sampling, x0=10 * np.eye(d)[0])
-    canary = Canary(0, 1)
-    if bug is not None: bug(kwargs, canary)
-    keys, base = ((DPSGD_STREAM, 3),), r.child(1)
-
-    def outputs(data, noise, R, scale):
-        "x_T of R runs, (R, d): one widened call for a one-step run, else one call per run."
-        if plan.params.T == 1: return dp_sgd(SignedAbs(data), data, rng=TrialsRNG(base, noise, R, keys, scale), **kwargs).x_last
-        return np.concatenate([dp_sgd(SignedAbs(data), data, rng=TrialsRNG(base, noise.child(i), 1, keys, scale), **kwargs).x_last
-                               for i in range(R)])
-
-    pair = canary_pair(honest, canary.index, steep)
+    pair, plan, claim, kwargs, canary = _dpsgd_setup(n, d, epsilon, delta, epochs, r, bug, steep)
+    T, base = plan.params.T, r.child(1)
+    outputs = lambda data, noise, R, scale: _dpsgd_outputs(data, noise, R, scale, T, base, kwargs)
     shift = (outputs(pair[1], make_rng(0), 1, 0.0) - outputs(pair[0], make_rng(0), 1, 0.0))[0]
-    mu = float(np.linalg.norm(shift) / (kwargs["lr"] * kwargs["sigma"] * math.sqrt(plan.params.T)))
+    mu = float(np.linalg.norm(shift) / (kwargs["lr"] * kwargs["sigma"] * math.sqrt(T)))
     scores = [outputs(data, r.child(2, k), trials, 1.0) @ shift for k, data in enumerate(pair)]
     res = epsilon_lower_bound(scores[1], scores[0], delta, claim, confidence, n_thresholds,
-                              mechanism=f"dp-sgd (d={d}, n=B={n}, {plan.params.T} step{'s' if plan.params.T > 1 else ''}, output x_T)")
-    exact = epsilon_of(gaussian_event(1.0, mu), delta) if mu > 0 else 0.0
-    return AlgorithmAudit(res, exact, mu, plan, canary, plan.params.T, tuple(scores))
+                              mechanism=f"dp-sgd (d={d}, n=B={n}, {T} step{'s' if T > 1 else ''}, output x_T)")
+    return AlgorithmAudit(res, _exact_epsilon(mu, delta), mu, plan, canary, T, tuple(scores))
 
 # %% ../nbs/audits/41_audit_algorithms.ipynb #6e121030
 def _registered(name:str, run:Callable, summary:str) -> Callable:

@@ -41,7 +41,7 @@ class SmoothAudit(NamedTuple):
     mu_charged: float|np.ndarray  # what the ledger charges per release, in the same units (one per release where they differ)
     scores: tuple           # likelihood-ratio scores on D' and on D
 
-# %% ../nbs/audits/42_audit_smooth.ipynb #fa7f8fa2
+# %% ../nbs/audits/42_audit_smooth.ipynb #c216c924
 def _addremove_calibration(epsilon, delta, n, T, q, b1, b2, L0, L1) -> tuple:
     "The old, wrong calibration (tests only): the multipliers that meet (ε, δ) for add/remove-one neighbours."
     from dp_accounting import ComposedDpEvent, NeighboringRelation, LowerEndpointAndGuess, calibrate_dp_mechanism
@@ -52,6 +52,75 @@ def _addremove_calibration(epsilon, delta, n, T, q, b1, b2, L0, L1) -> tuple:
                                LowerEndpointAndGuess(0.3 * s2 * b2 / L1, s2 * b2 / L1))           # below the replace-one multiplier
     return r * z * L0 / b1, z * L1 / b2
 
+# %% ../nbs/audits/42_audit_smooth.ipynb #b21e1cd7
+class _SpiderRun(NamedTuple):
+    "The audited Private SpiderBoost run: schedule, clip bounds, noise multipliers, bug factors, data, canaries, path."
+    n: int; T: int; q: int; b1: int; b2: int      # schedule (n = |D| = |D'|)
+    L0: float; L1: float                          # declared clip bounds
+    z1: float; z2: float                          # noise multipliers, as `private_spiderboost` computes them
+    F: float                                      # bug: clip bounds ×F, noise multiplier ÷F (noise unchanged)
+    zf: float                                     # bug: noise multiplier ×zf
+    honest: Dataset                               # the n − 1 rows D and D' share
+    prob: SignedAbs                               # the loss on them
+    canary: dict                                  # label -> the canary row: ξ (+1) on D', its mirror ξ' (−1) on D
+    path: list                                    # w_0, …, w_T
+    r: object                                     # the audit's `RNG`
+    trials: int
+
+# %% ../nbs/audits/42_audit_smooth.ipynb #4e10ff5f
+def _spider_setup(epsilon, delta, n, T, q, b1, b2, L0, L1, steep, bug, r, trials) -> tuple:
+    "(run, claim): the audited run, calibrated (or mis-calibrated by `bug`), and the ε its ledger charges."
+    s1, s2 = (_addremove_calibration if bug == "add/remove" else calibrate_spiderboost)(epsilon, delta, n, T, q, b1, b2, L0, L1)
+    claim = epsilon if bug == "add/remove" else spiderboost_releases(n, T, q, b1, b2, s1, s2, L0, L1).spent(delta)
+    z1, z2 = s1 * b1 / L0, s2 * b2 / L1                                    # as `private_spiderboost` computes them
+    honest = audit_data(n - 1, 1, r.child(0))
+    canary = {k: Dataset(np.array([[steep]]), np.array([k]), "canary") for k in (1.0, -1.0)}   # ξ on D', its mirror ξ' on D
+    F = 1e8 if bug == "no clipping" else 1.0                               # bug: clip bounds ×F, noise multiplier ÷F (noise unchanged)
+    zf = 0.25 if bug == "sigma / 4" else 1.0
+    c = L0 / L1                                                            # L1·||w_t − w_{t−1}|| = 2L0: λ_t = 2L0
+    path = [np.array([c * (-1.0) ** t]) for t in range(T + 1)]
+    return _SpiderRun(n, T, q, b1, b2, L0, L1, z1, z2, F, zf, honest, SignedAbs(honest), canary, path, r, trials), claim
+
+# %% ../nbs/audits/42_audit_smooth.ipynb #f50a7ae9
+def _spider_batches(run:_SpiderRun, t:int, bt:int) -> tuple:
+    "(batch without the slot, {label: batch with that canary}): step t's Poisson batch of the honest rows, rate bt/n."
+    idx = poisson_indices(run.n - 1, bt / run.n, run.r.child(1, t))
+    without = run.honest[idx]
+    return without, {k: Dataset(np.concatenate([to_numpy(without.A), to_numpy(v.A)]), np.concatenate([to_numpy(without.y), [k]])) for k, v in run.canary.items()}
+
+# %% ../nbs/audits/42_audit_smooth.ipynb #2f7d525d
+def _mixture_lr(Y, Dp, Dm, s:float, p:float):
+    "One step's term of S: log of the (1 − p, p) mixture ratio of D' (shift Δ⁺) against D (shift Δ⁻), noise std s."
+    u = lambda D: Y @ D / s ** 2 - D @ D / (2 * s ** 2)                               # score with the CLAIMED law: D' against D
+    return (u(Dp) - u(Dm)) if p >= 1 else (np.logaddexp(math.log1p(-p), math.log(p) + u(Dp)) - np.logaddexp(math.log1p(-p), math.log(p) + u(Dm)))
+
+# %% ../nbs/audits/42_audit_smooth.ipynb #985e8d3b
+def _spider_step(run:_SpiderRun, t:int) -> tuple:
+    "(||Δ⁺||/s, [scores on D', scores on D]): step t's shift in claimed noise units and its terms of S."
+    cp, bt = t % run.q == 0, (run.b1 if t % run.q == 0 else run.b2)
+    without, withs = _spider_batches(run, t, bt)
+    state = SpiderState(t, run.path[t], run.path[t - 1] if t else run.path[t], np.zeros(1), ClipCounter())
+    est = lambda batch, zz, noise, R: spider_estimate(run.prob, state, batch, bt, cp, run.L0 * run.F, run.L1 * run.F, zz, Trials(noise, R))
+    m0 = to_numpy(est(without, 0.0, 0, 1)[0]); Dp, Dm = (to_numpy(est(withs[k], 0.0, 0, 1)[0]) - m0 for k in (1.0, -1.0))
+    z = (run.z1 if cp else run.z2) * run.zf / run.F
+    s, p = (run.z1 if cp else run.z2) * (run.L0 if cp else 2 * run.L0) / bt, bt / run.n   # the std the ledger charges for (undisturbed); the join rate
+    out = []
+    for k, (Delta, other, key) in enumerate(((Dp, Dm, 1.0), (Dm, Dm, -1.0))):          # runs on D' (canary ξ), then on D (ξ')
+        Y_out, Y_in = (to_numpy(est(b, z, run.r.child(2, k, j, t), run.trials)[0]) - m0 for j, b in enumerate((without, withs[key])))
+        Y = np.where((to_numpy(run.r.child(3, k, t).uniform(run.trials)) < p)[:, None], Y_in, Y_out)
+        out.append(_mixture_lr(Y, Dp, Dm, s, p))
+    return float(np.linalg.norm(Dp) / s), out
+
+# %% ../nbs/audits/42_audit_smooth.ipynb #e06b6e0c
+def _spider_scores(run:_SpiderRun) -> tuple:
+    "([S on D', S on D], [shift of step t]): the mixture-LR scores of the runs, summed over the T steps."
+    scores, mus = [np.zeros(run.trials), np.zeros(run.trials)], []
+    for t in range(run.T):
+        mu, step = _spider_step(run, t)
+        mus.append(mu); scores[0] += step[0]; scores[1] += step[1]
+    return scores, mus
+
+# %% ../nbs/audits/42_audit_smooth.ipynb #fa7f8fa2
 def run_spider_audit(epsilon:float, delta:float, # the target `calibrate_spiderboost` calibrates to
                      trials:int=200_000, # N runs on each dataset
                      rng=None, # `RNG`, seed, or None
@@ -64,37 +133,34 @@ def run_spider_audit(epsilon:float, delta:float, # the target `calibrate_spiderb
                     ) -> SmoothAudit:
     "Audit Private SpiderBoost (ABGGMU Alg. 1) for replace-one: calibrate_spiderboost, a replaced canary, zigzag path, mixture LR."
     r = make_rng(rng)
-    s1, s2 = (_addremove_calibration if bug == "add/remove" else calibrate_spiderboost)(epsilon, delta, n, T, q, b1, b2, L0, L1)
-    claim = epsilon if bug == "add/remove" else spiderboost_releases(n, T, q, b1, b2, s1, s2, L0, L1).spent(delta)
-    z1, z2 = s1 * b1 / L0, s2 * b2 / L1                                    # as `private_spiderboost` computes them
-    honest = audit_data(n - 1, 1, r.child(0))
-    canary = {k: Dataset(np.array([[steep]]), np.array([k]), "canary") for k in (1.0, -1.0)}   # ξ on D', its mirror ξ' on D
-    F = 1e8 if bug == "no clipping" else 1.0                               # bug: clip bounds ×F, noise multiplier ÷F (noise unchanged)
-    zf = 0.25 if bug == "sigma / 4" else 1.0
-    prob = SignedAbs(honest)
-    c = L0 / L1                                                            # L1·||w_t − w_{t−1}|| = 2L0: λ_t = 2L0
-    path = [np.array([c * (-1.0) ** t]) for t in range(T + 1)]
-    scores, mus = [np.zeros(trials), np.zeros(trials)], []
-    for t in range(T):
-        cp, bt = t % q == 0, (b1 if t % q == 0 else b2)
-        idx = poisson_indices(n - 1, bt / n, r.child(1, t))
-        without = honest[idx]
-        withs = {k: Dataset(np.concatenate([to_numpy(without.A), to_numpy(v.A)]), np.concatenate([to_numpy(without.y), [k]])) for k, v in canary.items()}
-        state = SpiderState(t, path[t], path[t - 1] if t else path[t], np.zeros(1), ClipCounter())
-        est = lambda batch, zz, noise, R: spider_estimate(prob, state, batch, bt, cp, L0 * F, L1 * F, zz, Trials(noise, R))
-        m0 = to_numpy(est(without, 0.0, 0, 1)[0]); Dp, Dm = (to_numpy(est(withs[k], 0.0, 0, 1)[0]) - m0 for k in (1.0, -1.0))
-        z = (z1 if cp else z2) * zf / F
-        s, p = (z1 if cp else z2) * (L0 if cp else 2 * L0) / bt, bt / n   # the std the ledger charges for (undisturbed); the join rate
-        mus.append(float(np.linalg.norm(Dp) / s))
-        for k, (Delta, other, key) in enumerate(((Dp, Dm, 1.0), (Dm, Dm, -1.0))):          # runs on D' (canary ξ), then on D (ξ')
-            Y_out, Y_in = (to_numpy(est(b, z, r.child(2, k, j, t), trials)[0]) - m0 for j, b in enumerate((without, withs[key])))
-            Y = np.where((to_numpy(r.child(3, k, t).uniform(trials)) < p)[:, None], Y_in, Y_out)
-            u = lambda D: Y @ D / s ** 2 - D @ D / (2 * s ** 2)                               # score with the CLAIMED law: D' against D
-            scores[k] += (u(Dp) - u(Dm)) if p >= 1 else (np.logaddexp(math.log1p(-p), math.log(p) + u(Dp)) - np.logaddexp(math.log1p(-p), math.log(p) + u(Dm)))
+    run, claim = _spider_setup(epsilon, delta, n, T, q, b1, b2, L0, L1, steep, bug, r, trials)
+    scores, mus = _spider_scores(run)
     res = epsilon_lower_bound(scores[0], scores[1], delta, claim, confidence, n_thresholds,
                               mechanism=f"abggmu-spider (Poisson, replace-one; n={n}, T={T}, q={q}, b1={b1}, b2={b2})")
-    return SmoothAudit(res, float("nan"), np.array(mus), np.array([1 / (z1 if t % q == 0 else z2) for t in range(T)]), tuple(scores))
+    return SmoothAudit(res, float("nan"), np.array(mus), np.array([1 / (run.z1 if t % q == 0 else run.z2) for t in range(T)]), tuple(scores))
 
+# %% ../nbs/audits/42_audit_smooth.ipynb #30b33dc0
+def _tree_spider_pair(D:int, b:int, r, steep:float, node:str) -> tuple:
+    "((D, D'), rows of the node's batch): the canary replaces the first row the audited node reads."
+    n = tree_samples_per_round(D, b)
+    honest = audit_data(n, 1, r.child(0))
+    stream = DataStream(honest, rng=r.child(1))
+    root_idx, _ = stream.take(b); child_idx, _ = stream.take(b >> D)      # the order `tree_spider` reads them in
+    idx = root_idx if node == "root" else child_idx
+    return canary_pair(honest, int(idx[0]), steep), idx
+
+# %% ../nbs/audits/42_audit_smooth.ipynb #32649756
+def _node_mean(node:str, idx, D:int, b:int, beta:float, L0:float, L1:float, sr:float, sn:float, F:float) -> tuple:
+    "(σ, sensitivity, data -> the node's noise-free mean) of the root or of the first right child (j = D)."
+    step = beta / (2 ** (D / 2) * L1)
+    w_ref, w = np.array([-step / 2]), np.array([step / 2])
+    if node == "root":
+        sigma, sens = sr, 2 * L0 / b
+        mean = lambda data: to_numpy(clipped_mean_gradient(SignedAbs(data), w_ref, data[idx], L0 * F, b)[0])
+    else:
+        sigma, sens, bound = sn, 2 * beta * 2 ** (D / 2) / b, beta / 2 ** (D / 2)   # j = D: bound 2^0·β/2^(D/2)
+        mean = lambda data: to_numpy(clipped_mean_difference(SignedAbs(data), w, w_ref, data[idx], bound * F, b >> D)[0])
+    return sigma, sens, mean
 
 # %% ../nbs/audits/42_audit_smooth.ipynb #5d2385d1
 def run_tree_spider_audit(epsilon:float, delta:float, # each node's σ is calibrated to (ε, δ)
@@ -107,21 +173,8 @@ def run_tree_spider_audit(epsilon:float, delta:float, # each node's σ is calibr
     r, b = make_rng(rng), D * 2 ** (D + 1)
     sr = calibrate_gaussian(epsilon, delta, 2 * L0 / b); sn = calibrate_gaussian(epsilon, delta, 2 * beta * 2 ** (D / 2) / b)
     claim = tree_spider_releases(D, b, beta, L0, sr, sn).spent(delta)
-    n = tree_samples_per_round(D, b)
-    honest = audit_data(n, 1, r.child(0))
-    stream = DataStream(honest, rng=r.child(1))
-    root_idx, _ = stream.take(b); child_idx, _ = stream.take(b >> D)      # the order `tree_spider` reads them in
-    idx = root_idx if node == "root" else child_idx
-    pair = canary_pair(honest, int(idx[0]), steep)
-    F = 1e8 if bug == "no clipping" else 1.0
-    step = beta / (2 ** (D / 2) * L1)
-    w_ref, w = np.array([-step / 2]), np.array([step / 2])
-    if node == "root":
-        sigma, sens = sr, 2 * L0 / b
-        mean = lambda data: to_numpy(clipped_mean_gradient(SignedAbs(data), w_ref, data[idx], L0 * F, b)[0])
-    else:
-        sigma, sens, bound = sn, 2 * beta * 2 ** (D / 2) / b, beta / 2 ** (D / 2)   # j = D: bound 2^0·β/2^(D/2)
-        mean = lambda data: to_numpy(clipped_mean_difference(SignedAbs(data), w, w_ref, data[idx], bound * F, b >> D)[0])
+    pair, idx = _tree_spider_pair(D, b, r, steep, node)
+    sigma, sens, mean = _node_mean(node, idx, D, b, beta, L0, L1, sr, sn, 1e8 if bug == "no clipping" else 1.0)
     sigma_run = sigma * (0.25 if bug == "sigma / 4" else 1.0)
     m = [mean(data) for data in pair]
     Delta = m[1] - m[0]
@@ -131,7 +184,7 @@ def run_tree_spider_audit(epsilon:float, delta:float, # each node's σ is calibr
                               mechanism=f"abggmu-tree-spider ({node} node, D={D}, b={b}, replace-one)")
     return SmoothAudit(res, epsilon_of(gaussian_event(1.0, mu), delta), np.array([mu]), sens / sigma, scores)
 
-# %% ../nbs/audits/42_audit_smooth.ipynb #5664c7e0
+# %% ../nbs/audits/42_audit_smooth.ipynb #7e381c1b
 class ScaledAbs(LinearModel):
     "f(x; (a, y)) = |y|·|⟨a, x⟩ − sign(y)|: convex; declares L = 1 (true for |y| ≤ 1, ||a|| ≤ 1); the canary has |y| = 1000."
     name, convex = "scaled-abs", True
@@ -140,12 +193,42 @@ class ScaledAbs(LinearModel):
     def __init__(self, data:Dataset, x0=None):
         super().__init__(data, data.p, L=1.0, x0=np.zeros(data.p) if x0 is None else x0)
 
+# %% ../nbs/audits/42_audit_smooth.ipynb #e18a1743
 def convex_pair(data:Dataset, index:int, steep:float=1000.0) -> tuple:
     "(D, D'): row `index` replaced by (e₁, +steep) and by (e₁, −steep)."
     A = to_numpy(data.A).copy(); A[index] = 0.0; A[index, 0] = 1.0
     y, yp = to_numpy(data.y).copy(), to_numpy(data.y).copy(); y[index], yp[index] = steep, -steep
     return Dataset(A, y, "D"), Dataset(A.copy(), yp, "D'")
 
+# %% ../nbs/audits/42_audit_smooth.ipynb #14fb980a
+def _convex_problems(honest:Dataset, r, d:int, steep:float, jl_k:int|None) -> list:
+    "[problem on D, problem on D']: the canary is the first sample the stream hands out; JL method: projected by Φ."
+    order = DataStream(honest, rng=r.child(CONVEX_STREAM, 0)).order          # `recursive_regularization`'s stream order
+    pair = convex_pair(honest, int(order[0]), steep)
+    problems = [ScaledAbs(x) for x in pair]
+    if jl_k is not None:                                                     # the JL method: Φ from the seed, per-example map
+        Phi = jl_matrix(jl_k, d, r.child(JL_STREAM, 0))
+        problems = [jl_project(p, Phi)[0] for p in problems]
+    return problems
+
+# %% ../nbs/audits/42_audit_smooth.ipynb #b6de9bd1
+def _stage_means(problems:list, honest:Dataset, r, m:int, K:int, clip:float) -> tuple:
+    "(M, Δ): stage 1's K noise-free clipped means (K, dim) on D and on D' at w = 0, and their difference M[1] − M[0]."
+    stage = DataStream(honest, rng=r.child(CONVEX_STREAM, 0)).take(m)[0]    # stage 1's rows (the canary's is first)
+    dim = int(problems[0].dim)
+    W = [np.zeros(dim)] * K                                                   # the path: w = 0 at every step
+    M = [np.stack([to_numpy(clipped_mean_grad(p, w, p.data[stage], clip)[0]) for w in W]) for p in problems]
+    return M, M[1] - M[0]
+
+# %% ../nbs/audits/42_audit_smooth.ipynb #142c47d0
+def _convex_scores(M:list, Delta, sigma_run:float, r, trials:int, chunk:int) -> tuple:
+    "(scores on D', scores on D): the LR scores of `trials` runs each, at most `chunk` floats of releases at once."
+    K, dim = Delta.shape
+    block = max(1, chunk // (K * dim))
+    return tuple(np.concatenate([np.einsum("rkd,kd->r", M[k] + Trials(r.child(2, k, i), min(block, trials - lo)).normal((K, dim), sigma_run), Delta)
+                                 for i, lo in enumerate(range(0, trials, block))]) for k in (1, 0))
+
+# %% ../nbs/audits/42_audit_smooth.ipynb #5664c7e0
 def run_convex_audit(epsilon:float, delta:float, trials:int=200_000, rng=None, confidence:float=0.95,
                      n:int=40, d:int=2, T:int=2, K:int=5, # tiny run: n samples, T stages, K NoisyGD steps per stage
                      jl_k:int|None=None, # JL method: target dimension k < d (None: no projection)
@@ -154,25 +237,13 @@ def run_convex_audit(epsilon:float, delta:float, trials:int=200_000, rng=None, c
     "Audit recursive regularization with NoisyGD (ABGGMU Alg. 3, 7), or the JL method over it (Alg. 4): stage 1, K Gaussians, LR."
     r = make_rng(rng)
     honest = audit_data(n, d, r.child(0))
-    order = DataStream(honest, rng=r.child(CONVEX_STREAM, 0)).order          # `recursive_regularization`'s stream order
-    pair = convex_pair(honest, int(order[0]), steep)
-    problems = [ScaledAbs(x) for x in pair]
-    if jl_k is not None:                                                     # the JL method: Φ from the seed, per-example map
-        Phi = jl_matrix(jl_k, d, r.child(JL_STREAM, 0))
-        problems = [jl_project(p, Phi)[0] for p in problems]
+    problems = _convex_problems(honest, r, d, steep, jl_k)
     C, m = float(problems[0].L), n // T
     sigma = calibrate_gaussian(epsilon, delta, 2 * C / m, K)
     claim = recursive_regularization_releases(n, T, C, sigma, K).spent(delta)
-    stage = DataStream(honest, rng=r.child(CONVEX_STREAM, 0)).take(m)[0]    # stage 1's rows (the canary's is first)
-    F = 1e8 if bug == "no clipping" else 1.0
     sigma_run = sigma * (0.25 if bug == "sigma / 4" else 1.0)
-    dim = int(problems[0].dim)
-    W = [np.zeros(dim)] * K                                                   # the path: w = 0 at every step
-    M = [np.stack([to_numpy(clipped_mean_grad(p, w, p.data[stage], C * F)[0]) for w in W]) for p in problems]
-    Delta = M[1] - M[0]                                                       # (K, dim)
-    block = max(1, chunk // (K * dim))
-    scores = tuple(np.concatenate([np.einsum("rkd,kd->r", M[k] + Trials(r.child(2, k, i), min(block, trials - lo)).normal((K, dim), sigma_run), Delta)
-                                   for i, lo in enumerate(range(0, trials, block))]) for k in (1, 0))
+    M, Delta = _stage_means(problems, honest, r, m, K, C * (1e8 if bug == "no clipping" else 1.0))
+    scores = _convex_scores(M, Delta, sigma_run, r, trials, chunk)
     mu = np.linalg.norm(Delta, axis=1) / sigma_run
     res = epsilon_lower_bound(scores[0], scores[1], delta, claim, confidence, n_thresholds,
                               mechanism=f"abggmu-{'glm (JL, k=%d) over ' % jl_k if jl_k else ''}convex (NoisyGD; n={n}, T={T}, K={K}, replace-one)")

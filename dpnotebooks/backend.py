@@ -110,16 +110,21 @@ class RNGState(NamedTuple):
 
 
 # %% ../nbs/core/00_backend.ipynb #2b4a1b25
+def _check_seed(seed, secure:bool, entropy):
+    "A seed is a non-negative integer or None; a secure generator takes none (a restored state passes its entropy instead)."
+    if seed is not None and (not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise ValueError(f"`seed` must be a non-negative integer or None. Found {seed!r}.")
+    if secure and seed is not None and entropy is None:
+        raise ValueError("A secure run draws its noise from OS entropy and takes no seed (a seed would let anyone replay the noise). Drop the seed, or drop secure=True.")
+
+# %% ../nbs/core/00_backend.ipynb #6d6f7b16
 class RNG:
     "Seeded random generator with one API on numpy and cupy; its state is plain data."
     def __init__(self, seed:int|None=None, # None draws the root seed from OS entropy
                  *, secure:bool=False, # noise from a cryptographic generator keyed with 256 bits of OS entropy (no seed allowed)
                  _path=(), _counter=0, _entropy=None):
         self.seeded, self.secure = seed is not None, bool(secure)
-        if seed is not None and (not isinstance(seed, (int, np.integer)) or seed < 0):
-            raise ValueError(f"`seed` must be a non-negative integer or None. Found {seed!r}.")
-        if secure and seed is not None and _entropy is None:
-            raise ValueError("A secure run draws its noise from OS entropy and takes no seed (a seed would let anyone replay the noise). Drop the seed, or drop secure=True.")
+        _check_seed(seed, secure, _entropy)
         self.entropy = _entropy if _entropy is not None else int(seed) if seed is not None else secrets.randbits(256 if secure else 128)
         self.path, self.counter = tuple(_path), int(_counter)
 
@@ -135,7 +140,6 @@ class RNG:
 
     def __repr__(self):  # never the entropy: it is as sensitive as the data
         return f"RNG(seeded={self.seeded}, secure={self.secure}, path={self.path}, counter={self.counter})"
-
 
 # %% ../nbs/core/00_backend.ipynb #bec19cc8
 class SecureGenerator:
@@ -187,6 +191,9 @@ def _normal(self, size, scale=1.0, dtype=None):
     z = get_xp().asarray(g.standard_normal(_shape(size), dtype=dt)) if isinstance(g, SecureGenerator) else g.standard_normal(_shape(size), dtype=dt)
     return z if scale == 1.0 else z * scale
 
+RNG.normal = _normal
+
+# %% ../nbs/core/00_backend.ipynb #0dc06b05
 def _uniform(self, size, low=0.0, high=1.0):
     "Uniform draws on [low, high) of shape `size`."
     g = _next_generator(self)
@@ -202,8 +209,7 @@ def _integers(self, low, high, size):
     if get_backend() == "cupy": return g.randint(low, high, _shape(size), dtype=np.int64)
     return g.integers(low, high, _shape(size), dtype=np.int64)
 
-RNG.normal, RNG.uniform, RNG.integers = _normal, _uniform, _integers
-
+RNG.uniform, RNG.integers = _uniform, _integers
 
 # %% ../nbs/core/00_backend.ipynb #9e262a15
 def _sphere(self, n:int, d:int):

@@ -64,6 +64,7 @@ def _unavoidable_zo(problem, batch, m:int, rng, chunk:int):
             else: out = out + xp.einsum("bkd,bd->bk", U, A).sum()
     return out
 
+# %% ../nbs/experiments/80_bench.ipynb #8f80d822
 def bench_zo(problem_name:str, d:int, m:int, b:int, repeat:int=5, warmup:int=1, alpha:float=0.1, chunk:int=2**22,
              margins:bool=False, # robust-regression only: the opt-in one-product evaluation (`LinearModel.margins`)
             ) -> dict:
@@ -114,19 +115,21 @@ _E2E = {"abggmu-spider": "logistic", "abggmu-tree-spider": "logistic", "abggmu-c
 _E2E_ARGS = {"klt-multi-pass": dict(max_steps=50, m_max=64), "abggmu-glm": dict(rank=5), "lt-sosp": dict(alpha=0.2), "lt-sosp-nonprivate": dict(alpha=0.2)}
 _E2E_SIZE = {"klt-multi-pass": (2000, None), "lt-sosp": (400_000, 4), "lt-sosp-nonprivate": (400_000, 4)}   # (n, d): the README's saddle run
 
-def bench_end_to_end(algorithm:str, n:int=20000, d:int=10, epsilon:float=1.0, delta:float=1e-5) -> dict:
-    "One run for time and one for peak memory of `algorithm` on its benchmark problem: samples read per second and steps per second."
-    from dpnotebooks.minimize import minimize, ALGORITHMS
+def _e2e_setup(algorithm:str, n:int, d:int, epsilon:float, delta:float) -> tuple:
+    "(problem, n, d, `minimize` keywords) of `algorithm`'s end-to-end run."
+    from dpnotebooks.minimize import ALGORITHMS
     from dpnotebooks.problems import get_problem
-    import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm
-    if algorithm not in ALGORITHMS: raise ValueError(f"Unknown algorithm {algorithm!r}. Available: {', '.join(ALGORITHMS)}.")
     nn, dd = _E2E_SIZE.get(algorithm, (n, d))
     nn, dd = (min(n, nn) if algorithm == "klt-multi-pass" else nn), (dd or d)
     p = get_problem(_E2E.get(algorithm, "robust-regression"), n=nn, d=dd, seed=0)
     kw = dict(epsilon=epsilon, delta=delta) if ALGORITHMS[algorithm].private else {}
     kw.update(_E2E_ARGS.get(algorithm, {}))
     if "alpha" not in kw and ALGORITHMS[algorithm].stationarity == "goldstein": kw["alpha"] = 0.05
-    run = lambda: minimize(p, algorithm, seed=0, **kw)
+    return p, nn, dd, kw
+
+# %% ../nbs/experiments/80_bench.ipynb #396e20de
+def _time_and_peak(run) -> tuple:
+    "(result, seconds, peak bytes) of `run()`: timed once, then run again under tracemalloc (numpy) or on a freed cupy pool."
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter(); res = run(); _sync(); sec = time.perf_counter() - t0
@@ -134,6 +137,16 @@ def bench_end_to_end(algorithm:str, n:int=20000, d:int=10, epsilon:float=1.0, de
             tracemalloc.start(); run(); peak = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()
         else:
             pool = get_xp().get_default_memory_pool(); pool.free_all_blocks(); run(); peak = pool.total_bytes()
+    return res, sec, peak
+
+# %% ../nbs/experiments/80_bench.ipynb #201edb78
+def bench_end_to_end(algorithm:str, n:int=20000, d:int=10, epsilon:float=1.0, delta:float=1e-5) -> dict:
+    "One run for time and one for peak memory of `algorithm` on its benchmark problem: samples read per second and steps per second."
+    from dpnotebooks.minimize import minimize, ALGORITHMS
+    import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm
+    if algorithm not in ALGORITHMS: raise ValueError(f"Unknown algorithm {algorithm!r}. Available: {', '.join(ALGORITHMS)}.")
+    p, nn, dd, kw = _e2e_setup(algorithm, n, d, epsilon, delta)
+    res, sec, peak = _time_and_peak(lambda: minimize(p, algorithm, seed=0, **kw))
     steps = int(res.trace.get("steps", res.trace["plan"].params.T)) if res.trace else 0
     return dict(kernel="end-to-end", algorithm=algorithm, problem=p.name, n=nn, d=dd, seconds=sec, samples_used=int(res.samples_used),
                 samples_per_second=res.samples_used / sec, steps=steps, steps_per_second=steps / sec, peak_bytes=int(peak))
@@ -145,6 +158,7 @@ GRIDS = dict(
               zo_gpu=[(4096, 4096, 64)], tree=[64, 1024, 8192, 65536], fo=[(1024, 64, 64), (8192, 16, 64)], e2e=dict(n=20000, d=10), repeat=5),
     quick=dict(zo=[(64, 64, 16), (256, 64, 16)], zo_gpu=[], tree=[64, 1024], fo=[(64, 16, 16)], e2e=dict(n=3000, d=4), repeat=3))
 
+# %% ../nbs/experiments/80_bench.ipynb #0eaf1ce3
 def machine() -> dict:
     "What the numbers were measured on: CPU, cores, Python, numpy and its BLAS, and the GPU where cupy runs."
     cpu = platform.processor() or platform.machine()
@@ -165,6 +179,42 @@ def machine() -> dict:
     return out
 
 # %% ../nbs/experiments/80_bench.ipynb #b4fd8eb5
+def _suite_checks(backends, algorithms, dtype:str, known) -> tuple:
+    "(backends, algorithms, dtypes) of a suite request, with `known` the registered algorithms."
+    backends = list(backends or available_backends())
+    for b in backends:
+        if b not in available_backends(): raise ValueError(f"Backend {b!r} is not available here (available: {', '.join(available_backends())}).")
+    algorithms = list(algorithms or known)
+    unknown = [a for a in algorithms if a not in known]
+    if unknown: raise ValueError(f"Unknown algorithm {unknown[0]!r}. Available: {', '.join(known)}.")
+    dtypes = [t.strip() for t in str(dtype).split(",") if t.strip()]
+    if not dtypes or any(t not in ("float64", "float32") for t in dtypes):
+        raise ValueError(f"`dtype` must be 'float64', 'float32' or 'float64,float32'. Found {dtype!r}.")
+    return backends, algorithms, dtypes
+
+# %% ../nbs/experiments/80_bench.ipynb #b97f1e7a
+def _suite_jobs(g:dict, backends:list, dtypes:list, algorithms:list) -> list:
+    "The suite's jobs (backend, dtype, kind, args) for grid `g`, in the order they run."
+    jobs = []
+    for be in backends:
+        for dt in dtypes:
+            e2e = [(be, dt, "e2e", (a,)) for a in algorithms] if dt == "float64" else []     # end to end: float64 (the default) only
+            jobs += [(be, dt, "zo", (pr, *s, mg)) for s in g["zo"] + (g["zo_gpu"] if be == "cupy" else [])
+                     for pr, mg in (("robust-regression", False), ("robust-regression", True), ("relu-net", False))]
+            tree = [(be, dt, "tree", (d,)) for d in g["tree"]] if dt == "float64" else []     # the noise is float64 in either mode
+            jobs += tree + [(be, dt, "fo", s) for s in g["fo"]] + e2e
+    return jobs
+
+def _run_job(g:dict, be:str, dt:str, kind:str, args:tuple) -> dict:
+    "One job of the suite, run on its backend and dtype: its row."
+    with use_backend(be, dt):
+        if kind == "zo": r = bench_zo(*args[:4], repeat=g["repeat"], margins=args[4])
+        elif kind == "tree": r = bench_tree(*args, repeat=max(2, g["repeat"] - 2))
+        elif kind == "fo": r = bench_fo(*args, repeat=g["repeat"])
+        else: r = bench_end_to_end(args[0], **g["e2e"])
+    return dict(r, backend=be, dtype=dt)
+
+# %% ../nbs/experiments/80_bench.ipynb #ac955aad
 def run_suite(quick:bool=False, # the small CI grid
               backends=None, # default: every available backend
               dtype:str="float64", # 'float64', 'float32', or both comma-separated (the kernels' dtype; privacy noise stays float64)
@@ -175,31 +225,9 @@ def run_suite(quick:bool=False, # the small CI grid
     from dpnotebooks.minimize import ALGORITHMS
     import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm
     g = GRIDS["quick" if quick else "full"]
-    backends = list(backends or available_backends())
-    for b in backends:
-        if b not in available_backends(): raise ValueError(f"Backend {b!r} is not available here (available: {', '.join(available_backends())}).")
-    algorithms = list(algorithms or ALGORITHMS)
-    unknown = [a for a in algorithms if a not in ALGORITHMS]
-    if unknown: raise ValueError(f"Unknown algorithm {unknown[0]!r}. Available: {', '.join(ALGORITHMS)}.")
-    dtypes = [t.strip() for t in str(dtype).split(",") if t.strip()]
-    if not dtypes or any(t not in ("float64", "float32") for t in dtypes):
-        raise ValueError(f"`dtype` must be 'float64', 'float32' or 'float64,float32'. Found {dtype!r}.")
-    jobs = []
-    for be in backends:
-        for dt in dtypes:
-            e2e = [(be, dt, "e2e", (a,)) for a in algorithms] if dt == "float64" else []     # end to end: float64 (the default) only
-            jobs += [(be, dt, "zo", (pr, *s, mg)) for s in g["zo"] + (g["zo_gpu"] if be == "cupy" else [])
-                     for pr, mg in (("robust-regression", False), ("robust-regression", True), ("relu-net", False))]
-            tree = [(be, dt, "tree", (d,)) for d in g["tree"]] if dt == "float64" else []     # the noise is float64 in either mode
-            jobs += tree + [(be, dt, "fo", s) for s in g["fo"]] + e2e
-    rows = []
-    for be, dt, kind, args in tqdm(jobs, desc="dpnb bench", disable=not progress):
-        with use_backend(be, dt):
-            if kind == "zo": r = bench_zo(*args[:4], repeat=g["repeat"], margins=args[4])
-            elif kind == "tree": r = bench_tree(*args, repeat=max(2, g["repeat"] - 2))
-            elif kind == "fo": r = bench_fo(*args, repeat=g["repeat"])
-            else: r = bench_end_to_end(args[0], **g["e2e"])
-        rows.append(dict(r, backend=be, dtype=dt))
+    backends, algorithms, dtypes = _suite_checks(backends, algorithms, dtype, ALGORITHMS)
+    jobs = _suite_jobs(g, backends, dtypes, algorithms)
+    rows = [_run_job(g, *job) for job in tqdm(jobs, desc="dpnb bench", disable=not progress)]
     return dict(machine=machine(), grid="quick" if quick else "full", dtype=",".join(dtypes), rows=rows)
 
 # %% ../nbs/experiments/80_bench.ipynb #b42baf7c
@@ -212,39 +240,55 @@ def _section(title:str, notes:list, head:list, rows:list, cells) -> list:
     return ([f"## {title}", ""] + [n for note in notes for n in (note, "")] + ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
             + ["| " + " | ".join(str(c) for c in cells(r)) + " |" for r in rows] + [""])
 
+# %% ../nbs/experiments/80_bench.ipynb #c90148e3
+def _of(rows, kind): return [r for r in rows if r["kernel"] == kind]
+
+def _zo_table(rows) -> list:
+    return _section("Zeroth-order estimator step (KLT eq. 4, clipped mean over b samples)",
+                    ["Unavoidable work: drawing the b·m directions and one product of the same shapes, block by block."],
+                    ["backend", "dtype", "problem", "d", "m", "b", "step ms (q25–q75)", "unavoidable ms", "ratio"], _of(rows, "zo-estimator"),
+                    lambda r: [r["backend"], r["dtype"], r["problem"], r["d"], r["m"], r["b"], _spread(r["step"]), _ms(r["unavoidable"]["median"]), f"{r['ratio']:.2f}"])
+
+def _tree_table(rows) -> list:
+    return _section("Tree mechanism step (per step, averaged over a period of Σ steps)",
+                    ["Unavoidable work: drawing d Gaussians. Memory: peak traced bytes over the period beside (⌊log₂Σ⌋+1)·d floats."],
+                    ["backend", "dtype", "d", "Σ", "step µs", "d Gaussians µs", "ratio", "peak bytes", "node bound bytes"], _of(rows, "tree"),
+                    lambda r: [r["backend"], r["dtype"], r["d"], r["length"], f"{r['step']['median'] * 1e6:.3g}", f"{r['unavoidable']['median'] * 1e6:.3g}",
+                               f"{r['ratio']:.2f}", r["peak_bytes"] if r["peak_bytes"] is not None else "-", r["node_bytes_bound"]])
+
+# %% ../nbs/experiments/80_bench.ipynb #49699158
+def _fo_table(rows) -> list:
+    return _section("First-order per-sample gradients (relu-net `grad_each` at b × m points)", [],
+                    ["backend", "dtype", "d", "m", "b", "step ms (q25–q75)", "forward product ms", "ratio"], _of(rows, "fo-grad"),
+                    lambda r: [r["backend"], r["dtype"], r["d"], r["m"], r["b"], _spread(r["step"]), _ms(r["unavoidable"]["median"]), f"{r['ratio']:.2f}"])
+
+def _e2e_table(rows) -> list:
+    return _section("End to end (`minimize`, seed 0)", [],
+                    ["backend", "algorithm", "problem", "n", "d", "seconds", "samples read/s", "steps/s", "peak MiB"], _of(rows, "end-to-end"),
+                    lambda r: [r["backend"], r["algorithm"], r["problem"], r["n"], r["d"], f"{r['seconds']:.3g}", f"{r['samples_per_second']:.3g}",
+                               f"{r['steps_per_second']:.3g}", f"{r['peak_bytes'] / 2**20:.3g}"])
+
+# %% ../nbs/experiments/80_bench.ipynb #10187e85
+def _speedup_table(rows) -> list:
+    "numpy against cupy on the same shapes (nothing unless both ran)."
+    if len({r["backend"] for r in rows}) <= 1: return []
+    lines = ["## numpy against cupy (same shapes)", "", "| kernel | shape | numpy ms | cupy ms | speed-up |", "|---|---|---|---|---|"]
+    key = lambda r: (r["kernel"], r.get("dtype"), r.get("problem"), r.get("d"), r.get("m"), r.get("b"), r.get("length"))
+    cpu = {key(r): r for r in rows if r["backend"] == "numpy" and "step" in r}
+    for r in rows:
+        if r["backend"] == "cupy" and "step" in r and key(r) in cpu:
+            c = cpu[key(r)]["step"]["median"]
+            lines.append(f"| {r['kernel']} {r.get('problem') or ''} | d={r.get('d')} m={r.get('m', '-')} b={r.get('b', '-')} | {_ms(c)} | {_ms(r['step']['median'])} | {c / r['step']['median']:.1f} |")
+    return lines + [""]
+
+# %% ../nbs/experiments/80_bench.ipynb #2838441b
 def benchmarks_markdown(res:dict, # the output of `run_suite` (or its JSON)
                         command:str="dpnb bench") -> str:
     "BENCHMARKS.md: the machine, then one table per kernel with medians, quartiles and the ratio to the unavoidable work."
     m, rows = res["machine"], res["rows"]
-    of = lambda kind: [r for r in rows if r["kernel"] == kind]
     lines = ["# Benchmarks", "", f"Written by `{command}` (grid `{res['grid']}`, dtype {res['dtype']}); do not edit by hand.", "",
              "| machine | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in m.items()] + [""]
-    lines += _section("Zeroth-order estimator step (KLT eq. 4, clipped mean over b samples)",
-                      ["Unavoidable work: drawing the b·m directions and one product of the same shapes, block by block."],
-                      ["backend", "dtype", "problem", "d", "m", "b", "step ms (q25–q75)", "unavoidable ms", "ratio"], of("zo-estimator"),
-                      lambda r: [r["backend"], r["dtype"], r["problem"], r["d"], r["m"], r["b"], _spread(r["step"]), _ms(r["unavoidable"]["median"]), f"{r['ratio']:.2f}"])
-    lines += _section("Tree mechanism step (per step, averaged over a period of Σ steps)",
-                      ["Unavoidable work: drawing d Gaussians. Memory: peak traced bytes over the period beside (⌊log₂Σ⌋+1)·d floats."],
-                      ["backend", "dtype", "d", "Σ", "step µs", "d Gaussians µs", "ratio", "peak bytes", "node bound bytes"], of("tree"),
-                      lambda r: [r["backend"], r["dtype"], r["d"], r["length"], f"{r['step']['median'] * 1e6:.3g}", f"{r['unavoidable']['median'] * 1e6:.3g}",
-                                 f"{r['ratio']:.2f}", r["peak_bytes"] if r["peak_bytes"] is not None else "-", r["node_bytes_bound"]])
-    lines += _section("First-order per-sample gradients (relu-net `grad_each` at b × m points)", [],
-                      ["backend", "dtype", "d", "m", "b", "step ms (q25–q75)", "forward product ms", "ratio"], of("fo-grad"),
-                      lambda r: [r["backend"], r["dtype"], r["d"], r["m"], r["b"], _spread(r["step"]), _ms(r["unavoidable"]["median"]), f"{r['ratio']:.2f}"])
-    lines += _section("End to end (`minimize`, seed 0)", [],
-                      ["backend", "algorithm", "problem", "n", "d", "seconds", "samples read/s", "steps/s", "peak MiB"], of("end-to-end"),
-                      lambda r: [r["backend"], r["algorithm"], r["problem"], r["n"], r["d"], f"{r['seconds']:.3g}", f"{r['samples_per_second']:.3g}",
-                                 f"{r['steps_per_second']:.3g}", f"{r['peak_bytes'] / 2**20:.3g}"])
-    be = sorted({r["backend"] for r in rows})
-    if len(be) > 1:
-        lines += ["## numpy against cupy (same shapes)", "", "| kernel | shape | numpy ms | cupy ms | speed-up |", "|---|---|---|---|---|"]
-        key = lambda r: (r["kernel"], r.get("dtype"), r.get("problem"), r.get("d"), r.get("m"), r.get("b"), r.get("length"))
-        cpu = {key(r): r for r in rows if r["backend"] == "numpy" and "step" in r}
-        for r in rows:
-            if r["backend"] == "cupy" and "step" in r and key(r) in cpu:
-                c = cpu[key(r)]["step"]["median"]
-                lines.append(f"| {r['kernel']} {r.get('problem') or ''} | d={r.get('d')} m={r.get('m', '-')} b={r.get('b', '-')} | {_ms(c)} | {_ms(r['step']['median'])} | {c / r['step']['median']:.1f} |")
-        lines.append("")
+    lines += _zo_table(rows) + _tree_table(rows) + _fo_table(rows) + _e2e_table(rows) + _speedup_table(rows)
     return "\n".join(lines)
 
 # %% ../nbs/experiments/80_bench.ipynb #dee2cd90

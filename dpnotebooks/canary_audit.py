@@ -18,12 +18,25 @@ from .faults import RunStopped
 __all__ = ['SKIP', 'CANARIES', 'flatten', 'observe', 'field_bounds', 'replace_record', 'canary_pair', 'CanaryAudit',
            'canary_audit', 'api_runner', 'cli_runner']
 
-# %% ../nbs/audits/44_canary_audit.ipynb #9617ee5d
+# %% ../nbs/audits/44_canary_audit.ipynb #1da7bb6d
 def _scalar(v):
     if isinstance(v, (bool, np.bool_, str)) or v is None: return str(v)
     v = float(v)
     return v if math.isfinite(v) else str(v)                  # nan and inf are categories, not numbers
 
+# %% ../nbs/audits/44_canary_audit.ipynb #1984f65a
+def _spaced(size:int, max_items:int):
+    "Indices of `max_items` evenly spaced entries of a sequence of length `size` (all of them when it is short)."
+    return np.unique(np.linspace(0, size - 1, min(size, max_items)).round().astype(int))
+
+def _flatten_numeric(flat, prefix:str, max_items:int, out:dict) -> dict:
+    "The fields of a flat numeric array: its length, its sum when long, and its evenly spaced entries."
+    out[f"{prefix}.len"] = float(flat.size)
+    if flat.size > max_items: out[f"{prefix}.sum"] = _scalar(flat.sum())
+    for i in _spaced(flat.size, max_items): out[f"{prefix}[{i}]"] = _scalar(flat[i])
+    return out
+
+# %% ../nbs/audits/44_canary_audit.ipynb #9617ee5d
 def flatten(obj, # a Result, a JSON record, a dict, a NamedTuple, a list or an array
             prefix:str="", max_items:int=8, # long sequences: this many evenly spaced entries (and the sum of numeric arrays)
             out:dict|None=None) -> dict:
@@ -35,13 +48,9 @@ def flatten(obj, # a Result, a JSON record, a dict, a NamedTuple, a list or an a
         return out
     if isinstance(obj, (list, tuple, np.ndarray)) or hasattr(obj, "__array__"):
         arr = np.asarray(to_numpy(obj)) if not isinstance(obj, (list, tuple)) else None
-        if arr is not None and arr.dtype.kind in "biuf":
-            flat = arr.ravel(); out[f"{prefix}.len"] = float(flat.size)
-            if flat.size > max_items: out[f"{prefix}.sum"] = _scalar(flat.sum())
-            for i in np.unique(np.linspace(0, flat.size - 1, min(flat.size, max_items)).round().astype(int)): out[f"{prefix}[{i}]"] = _scalar(flat[i])
-            return out
+        if arr is not None and arr.dtype.kind in "biuf": return _flatten_numeric(arr.ravel(), prefix, max_items, out)
         items = list(obj); out[f"{prefix}.len"] = float(len(items))
-        for i in np.unique(np.linspace(0, len(items) - 1, min(len(items), max_items)).round().astype(int)) if items else []:
+        for i in _spaced(len(items), max_items) if items else []:
             flatten(items[i], f"{prefix}[{i}]", max_items, out)
         return out
     out[prefix] = _scalar(obj)
@@ -63,7 +72,7 @@ def observe(call:Callable, # () -> the result (a Result or a JSON record)
     out["error.step"] = _scalar(getattr(err, "step", None) if isinstance(err, RunStopped) else None)
     return out
 
-# %% ../nbs/audits/44_canary_audit.ipynb #1e798c36
+# %% ../nbs/audits/44_canary_audit.ipynb #9975346d
 def _scores(a:list, b:list) -> tuple:
     "Numeric scores for two samples of a field: the values, or an indicator of the category chosen on the first half."
     if all(isinstance(v, float) for v in a + b): return np.array(a), np.array(b)
@@ -72,6 +81,7 @@ def _scores(a:list, b:list) -> tuple:
     best = max(sorted(cats), key=diff)
     return np.array([float(str(v) == best) for v in a]), np.array([float(str(v) == best) for v in b])
 
+# %% ../nbs/audits/44_canary_audit.ipynb #1e798c36
 def field_bounds(runs_D:list, # `observe` dicts of the runs on D
                  runs_Dp:list, # ... and on D'
                  delta:float, epsilon_claimed:float, confidence:float=0.95) -> dict:
@@ -95,6 +105,7 @@ CANARIES = {
     "duplicate": lambda A, y, i: (A[i + 1], y[i + 1]),
 }
 
+# %% ../nbs/audits/44_canary_audit.ipynb #0f935001
 def replace_record(problem, # a problem on valid data
                    i:int, # the record to replace
                    make:Callable, # (A, y, i) -> (features, target) of the new record
@@ -104,6 +115,7 @@ def replace_record(problem, # a problem on valid data
     A[i], y[i] = make(A, y, i)
     return with_data(problem, Dataset(A, y, f"{problem.data.name}+{name}"))
 
+# %% ../nbs/audits/44_canary_audit.ipynb #dc5930f9
 def canary_pair(problem, # a problem on valid data: D
                 canary:str, # a key of CANARIES
                 i:int=0, # the record it replaces
@@ -128,6 +140,7 @@ class CanaryAudit(NamedTuple):
         return (f"canary audit of {self.name}: {len(self.bounds)} fields vary, largest epsilon lower bound {e:.3f} ({f}) vs claimed "
                 f"{self.epsilon_claimed:g} over {self.runs} runs each — {'VIOLATION' if self.violated else 'consistent with the claim'}")
 
+# %% ../nbs/audits/44_canary_audit.ipynb #93d24250
 def canary_audit(run:Callable, # problem -> what a user gets (a Result or a JSON record)
                  D, Dp, # the neighbouring problems
                  runs:int, epsilon:float, delta:float, confidence:float=0.95, name:str="") -> CanaryAudit:

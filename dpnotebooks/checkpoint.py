@@ -15,7 +15,7 @@ from .problems import Problem, Dataset
 
 # %% auto #0
 __all__ = ['MAGIC', 'FORMAT', 'CheckpointError', 'CheckpointWriteError', 'RunInterrupted', 'content_hash', 'problem_description',
-           'check_fingerprint', 'write_checkpoint', 'check_writable', 'Saved', 'read_checkpoint', 'restore_into',
+           'check_fingerprint', 'write_checkpoint', 'Saved', 'read_checkpoint', 'check_writable', 'restore_into',
            'Checkpointer']
 
 # %% ../nbs/core/04b_checkpoint.ipynb #2f5d7d3c
@@ -83,6 +83,7 @@ def _device_array(a):
     "Rebuild an array saved from the GPU on the active backend."
     return get_xp().asarray(a)
 
+# %% ../nbs/core/04b_checkpoint.ipynb #f4bf1e43
 class _Pickler(pickle.Pickler):
     "Pickles a loop's state with the problem and the data as references (never copied) and GPU arrays via the host."
     def __init__(self, f, externals:dict):
@@ -120,6 +121,7 @@ class _Unpickler(pickle.Unpickler):
         if self._ext.get(key) is None: raise CheckpointError(f"The checkpoint refers to the run's {key!r}, which this run does not provide.")
         return self._ext[key]
 
+# %% ../nbs/core/04b_checkpoint.ipynb #74634777
 def _dumps(obj, externals:dict|None=None) -> bytes:
     f = io.BytesIO()
     try: _Pickler(f, externals or {}).dump(obj)
@@ -132,6 +134,15 @@ def _loads(data:bytes, externals:dict|None=None):
     return _Unpickler(io.BytesIO(data), externals or {}).load()
 
 # %% ../nbs/core/04b_checkpoint.ipynb #f0fdf017
+def _fsync_dir(directory:Path):
+    "fsync `directory`, so that a rename in it survives a crash; skipped where directories cannot be fsynced."
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+        try: os.fsync(fd)
+        finally: os.close(fd)
+    except OSError: pass                      # directories cannot be fsynced on every platform
+
+# %% ../nbs/core/04b_checkpoint.ipynb #596e04dd
 def write_checkpoint(path, # destination (replaced atomically)
                      meta:dict, # plain data: step, fingerprint, ledger, …
                      state:bytes, # the loop's pickled state
@@ -148,27 +159,8 @@ def write_checkpoint(path, # destination (replaced atomically)
         os.replace(tmp, path)
     finally:
         if tmp.exists(): tmp.unlink()
-    try:
-        fd = os.open(path.parent, os.O_RDONLY)
-        try: os.fsync(fd)
-        finally: os.close(fd)
-    except OSError: pass                      # directories cannot be fsynced on every platform
+    _fsync_dir(path.parent)
     return len(blob)
-
-def check_writable(path) -> Path:
-    "Before a run: `path` names a file (not a directory) in a directory we can create and write; `CheckpointError` otherwise."
-    path = Path(path)
-    if path.is_dir(): raise CheckpointError(f"The checkpoint path {path} is a directory. Give a file path, e.g. {path / 'run.ckpt'}.")
-    probe = path.with_name(f".{path.name}.{os.getpid()}.probe")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(probe, "wb") as f: f.write(b"probe")
-    except OSError as err:
-        raise CheckpointError(f"Checkpoints cannot be written to {path.parent} ({type(err).__name__}: {err}). "
-                              "Choose a path in a writable directory.") from None
-    finally:
-        if probe.exists(): probe.unlink()
-    return path
 
 # %% ../nbs/core/04b_checkpoint.ipynb #ad2609ee
 class Saved(NamedTuple):
@@ -176,6 +168,7 @@ class Saved(NamedTuple):
     meta: dict
     state: bytes
 
+# %% ../nbs/core/04b_checkpoint.ipynb #51da1349
 def read_checkpoint(path) -> Saved:
     "Read and verify a checkpoint (magic, format, length, SHA-256) before unpickling anything; `CheckpointError` if it fails."
     path = Path(path)
@@ -195,6 +188,22 @@ def read_checkpoint(path) -> Saved:
     rec = _loads(payload)
     return Saved(rec["meta"], rec["state"])
 
+# %% ../nbs/core/04b_checkpoint.ipynb #b826b145
+def check_writable(path) -> Path:
+    "Before a run: `path` names a file (not a directory) in a directory we can create and write; `CheckpointError` otherwise."
+    path = Path(path)
+    if path.is_dir(): raise CheckpointError(f"The checkpoint path {path} is a directory. Give a file path, e.g. {path / 'run.ckpt'}.")
+    probe = path.with_name(f".{path.name}.{os.getpid()}.probe")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(probe, "wb") as f: f.write(b"probe")
+    except OSError as err:
+        raise CheckpointError(f"Checkpoints cannot be written to {path.parent} ({type(err).__name__}: {err}). "
+                              "Choose a path in a writable directory.") from None
+    finally:
+        if probe.exists(): probe.unlink()
+    return path
+
 # %% ../nbs/core/04b_checkpoint.ipynb #6b1ccbb8
 def restore_into(live, # the object the caller holds
                  saved, # the same object as saved
@@ -210,6 +219,22 @@ def restore_into(live, # the object the caller holds
     return live
 
 # %% ../nbs/core/04b_checkpoint.ipynb #d8f1c4d3
+def _check_every(every):
+    if every is not None and (isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1):
+        raise CheckpointError(f"`checkpoint_every` must be a positive integer number of steps. Found {every!r}.")
+
+def _open_checkpoint(ck, resume:bool):
+    "Resuming: read `ck.path`, check its fingerprint, adopt its `every`. Starting: refuse to overwrite an existing checkpoint."
+    if resume:
+        if ck.path is None: raise CheckpointError("`resume=True` needs the checkpoint path (`checkpoint=PATH`).")
+        ck.loaded = read_checkpoint(ck.path)
+        check_fingerprint(ck.loaded.meta["fingerprint"], ck.fingerprint, ck.path)
+        if ck.every is None: ck.every = ck.loaded.meta.get("every")
+    elif ck.path is not None and ck.path.exists():
+        raise CheckpointError(f"A checkpoint already exists at {ck.path}. Resume it (`resume=True`, `dpnb run --resume {ck.path}`), "
+                              "or delete it or choose another path to start a new run: an existing run's progress is never overwritten.")
+
+# %% ../nbs/core/04b_checkpoint.ipynb #ad00dd13
 class Checkpointer:
     "Saves a run's state every `every` steps, at its last step and on interrupt; verifies and restores it on resume."
     def __init__(self, path=None, # file to write (None: count steps only, save nothing)
@@ -218,8 +243,7 @@ class Checkpointer:
                  resume:bool=False, # continue from `path` (it must exist) instead of starting fresh
                  info:dict|None=None, # plain data stored for the caller (e.g. `dpnb run`'s request)
                 ):
-        if every is not None and (isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1):
-            raise CheckpointError(f"`checkpoint_every` must be a positive integer number of steps. Found {every!r}.")
+        _check_every(every)
         self.path, self.every = (Path(path) if path is not None else None), (int(every) if every is not None else None)
         self.fingerprint, self.info = dict(fingerprint or {}), dict(info or {})
         self.step, self.saved_step, self.saves, self.bytes, self.seconds = 0, None, 0, 0, 0.0
@@ -229,17 +253,13 @@ class Checkpointer:
         self.loop = self.total = None             # set by `begin`: None means the loop has not started (nothing released yet)
         self._signal, self._old = None, {}
         if self.path is not None: check_writable(self.path)
-        if resume:
-            if self.path is None: raise CheckpointError("`resume=True` needs the checkpoint path (`checkpoint=PATH`).")
-            self.loaded = read_checkpoint(self.path)
-            check_fingerprint(self.loaded.meta["fingerprint"], self.fingerprint, self.path)
-            if self.every is None: self.every = self.loaded.meta.get("every")
-        elif self.path is not None and self.path.exists():
-            raise CheckpointError(f"A checkpoint already exists at {self.path}. Resume it (`resume=True`, `dpnb run --resume {self.path}`), "
-                                  "or delete it or choose another path to start a new run: an existing run's progress is never overwritten.")
+        _open_checkpoint(self, resume)
 
-    def __repr__(self):
-        return f"Checkpointer(path={str(self.path) if self.path else None}, every={self.every}, step={self.step}, saved_step={self.saved_step})"
+# %% ../nbs/core/04b_checkpoint.ipynb #747bdc71
+def _checkpointer_repr(self):
+    return f"Checkpointer(path={str(self.path) if self.path else None}, every={self.every}, step={self.step}, saved_step={self.saved_step})"
+
+Checkpointer.__repr__ = _checkpointer_repr
 
 # %% ../nbs/core/04b_checkpoint.ipynb #07e1a7a1
 def _begin(self, loop:str, # the loop's name, e.g. 'o2nc'
@@ -260,6 +280,9 @@ def _begin(self, loop:str, # the loop's name, e.g. 'o2nc'
     self.loop, self.total = loop, total               # set last: a refusal above leaves the loop "not begun"
     return state
 
+Checkpointer.begin = _begin
+
+# %% ../nbs/core/04b_checkpoint.ipynb #56f08da6
 def _tick(self, t:int, # the step just completed
           capture:Callable[[], dict], # returns the loop's state (called only when saving)
          ):
@@ -269,6 +292,9 @@ def _tick(self, t:int, # the step just completed
     if t % self.every == 0 or t == self.total or self._signal is not None: self.save(capture())
     if self._signal is not None: raise RunInterrupted(t, self.path, self._signal)
 
+Checkpointer.tick = _tick
+
+# %% ../nbs/core/04b_checkpoint.ipynb #635a1775
 def _save(self, state:dict):
     "Write the state of step `self.step` atomically, with the fingerprint and the ledger of the releases made so far."
     t0 = time.perf_counter()
@@ -281,7 +307,7 @@ def _save(self, state:dict):
     self.saved_step, self.saves = self.step, self.saves + 1
     self.seconds += time.perf_counter() - t0
 
-Checkpointer.begin, Checkpointer.tick, Checkpointer.save = _begin, _tick, _save
+Checkpointer.save = _save
 
 # %% ../nbs/core/04b_checkpoint.ipynb #1f98c5a4
 def _on_signal(self, signum, frame):

@@ -53,6 +53,7 @@ def _jsonable(v):
     if isinstance(v, np.ndarray): return _jsonable(v.tolist())
     return v
 
+# %% ../nbs/interface/50_cli.ipynb #95e0510c
 def evaluate(problem, x, alpha:float, k:int=128, kind:str="goldstein") -> dict:
     "Loss, stationarity (Goldstein norm at radius 2α, or the full-batch gradient norm), λ_min for 'sosp' and accuracy for classifiers, on `problem`'s data."
     x = np.asarray(to_numpy(x), dtype=float)
@@ -64,6 +65,7 @@ def evaluate(problem, x, alpha:float, k:int=128, kind:str="goldstein") -> dict:
         out["accuracy"] = float(np.mean((t > 0) == (y > (0.5 if problem.name == "sigmoid-glm" else 0.0))))
     return out
 
+# %% ../nbs/interface/50_cli.ipynb #8f948675
 def evaluation_block(problem, x0, x, alpha:float, kind:str, what:str) -> dict:
     "`evaluate` at x0 and at the output, as the JSON block `evaluation` (held-out data) or `nonprivate` (the private data)."
     a, b = evaluate(problem, x0, alpha, kind=kind), evaluate(problem, x, alpha, kind=kind)
@@ -72,7 +74,6 @@ def evaluation_block(problem, x0, x, alpha:float, kind:str, what:str) -> dict:
     for key in ("lambda_min", "accuracy"):
         if key in b: block.update({f"{key}_x0": a[key], f"{key}_out": b[key]})
     return block
-
 
 # %% ../nbs/interface/50_cli.ipynb #f14ee58b
 def run_data(problem:str, n:int, d:int, data_seed:int=0, data:str|None=None, test:str|None=None, n_test:int|None=None) -> tuple:
@@ -142,6 +143,7 @@ def _format_block(b:dict) -> list:
     if "lambda_min_out" in b: lines.append(f"lambda_min of the Hessian: {b['lambda_min_x0']:.4f} at x0, {b['lambda_min_out']:.4f} at the output")
     return lines
 
+# %% ../nbs/interface/50_cli.ipynb #fd75d49d
 def format_run(r:dict) -> str:
     "A short summary of a `run_algorithm` record."
     pr = r["privacy"]
@@ -158,7 +160,6 @@ def format_run(r:dict) -> str:
                   f"clipped {r['nonprivate']['clipped_fraction']:.2%} of the per-sample quantities; {r['nonprivate']['nonfinite_zeroed']} non-finite zeroed"]
     return "\n".join(lines)
 
-
 # %% ../nbs/interface/50_cli.ipynb #b23a7d91
 def _parse_overrides(items) -> dict:
     out = {}
@@ -169,6 +170,7 @@ def _parse_overrides(items) -> dict:
         except json.JSONDecodeError: out[k] = v
     return out
 
+# %% ../nbs/interface/50_cli.ipynb #3814452b
 def _resume_request(args) -> dict:
     "The run's arguments, read from the checkpoint `--resume PATH` (a positional algorithm, if given, must match)."
     req = read_checkpoint(args.resume).meta.get("info", {}).get("request")
@@ -177,6 +179,7 @@ def _resume_request(args) -> dict:
         raise CheckpointError(f"{args.resume} is a checkpoint of {req['algorithm']!r}, not {args.algorithm!r}. Drop the algorithm name or pass {req['algorithm']!r}.")
     return req
 
+# %% ../nbs/interface/50_cli.ipynb #f86f0197
 def dry_run(algorithm:str, problem:str, n:int, d:int, epsilon, delta, alpha=None, beta=None, data=None, data_seed:int=0,
             accountant:str=DEFAULT_ACCOUNTANT, **overrides) -> str:
     "The plan and its price, without running: what `dpnb run --dry-run` prints (no sample is read by the algorithm, nothing is spent)."
@@ -189,18 +192,21 @@ def dry_run(algorithm:str, problem:str, n:int, d:int, epsilon, delta, alpha=None
     return "\n".join([f"dpnb run {algorithm} --dry-run: {plan.theorem}, n = {plan.n}, d = {plan.d}", f"price: {price}", repr(led),
                       f"plan: {plan.params!r}"])
 
-
 # %% ../nbs/interface/50_cli.ipynb #112f36f6
+def _resumed_run(args) -> dict:
+    "The record of the run continued from `--resume PATH`, with the arguments its checkpoint holds."
+    if args.checkpoint and args.checkpoint != args.resume: raise ValueError("Give either --resume PATH (continue) or --checkpoint PATH (start), not both.")
+    req = _resume_request(args)
+    set_backend(req["backend"])
+    return run_algorithm(req["algorithm"], req["problem"], req["n"], req["d"], req["epsilon"], req["delta"], req["alpha"], req["beta"],
+                         req["seed"], req["data"], req["data_seed"], req["accountant"], progress=not args.quiet, checkpoint=args.resume,
+                         checkpoint_every=args.checkpoint_every, resume=True, test=req.get("test"),
+                         nonprivate_diagnostics=req.get("nonprivate_diagnostics", False), secure=req.get("secure", False), **req["overrides"])
+
+# %% ../nbs/interface/50_cli.ipynb #cfbe31f2
 def cmd_run(args) -> int:
     "Run one algorithm (or resume one with `--resume PATH`), print the summary, write the JSON record."
-    if args.resume:
-        if args.checkpoint and args.checkpoint != args.resume: raise ValueError("Give either --resume PATH (continue) or --checkpoint PATH (start), not both.")
-        req = _resume_request(args)
-        set_backend(req["backend"])
-        r = run_algorithm(req["algorithm"], req["problem"], req["n"], req["d"], req["epsilon"], req["delta"], req["alpha"], req["beta"],
-                          req["seed"], req["data"], req["data_seed"], req["accountant"], progress=not args.quiet, checkpoint=args.resume,
-                          checkpoint_every=args.checkpoint_every, resume=True, test=req.get("test"),
-                          nonprivate_diagnostics=req.get("nonprivate_diagnostics", False), secure=req.get("secure", False), **req["overrides"])
+    if args.resume: r = _resumed_run(args)
     else:
         if args.algorithm is None: raise ValueError("`dpnb run` needs an algorithm name (see `dpnb list`), or --resume PATH to continue a checkpointed run.")
         if args.checkpoint_every is not None and not args.checkpoint: raise ValueError("--checkpoint-every needs --checkpoint PATH.")
@@ -218,11 +224,29 @@ def cmd_run(args) -> int:
         print(f"result: {args.out}")
     return 0
 
-
 # %% ../nbs/interface/50_cli.ipynb #56f21bc7
 DEMO = dict(problem="robust-regression", n=50000, d=4, alpha=0.05, epsilon=1.0, delta=1e-5, data_seed=0,
             ref_steps=500, ref_batch=64, ref_lr=0.5, points=12)
 
+def _demo_trajectory(res, held, alpha:float) -> tuple:
+    "(O2NC steps, held-out `evaluate`) at `DEMO['points']` block averages spread along the private run."
+    plan, bm = res.trace["plan"], res.trace["block_means"]
+    ks = np.unique(np.linspace(0, len(bm) - 1, DEMO["points"]).round().astype(int))
+    traj = [evaluate(held, bm[k], alpha) for k in ks]
+    return ((np.asarray(res.trace["block_index"])[ks] + 1) * plan.params.M).tolist(), traj
+
+# %% ../nbs/interface/50_cli.ipynb #306259bf
+def _demo_private(res, out:dict, steps:list, traj:list) -> dict:
+    "The `private` block of the demo record."
+    plan = res.trace["plan"]
+    return dict(algorithm="klt-single-pass", epsilon=res.epsilon, delta=res.delta, neighbouring=res.neighbouring, epsilon_spent=res.epsilon_spent,
+                events=res.ledger.to_dicts(), samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample,
+                seconds=res.seconds, T=plan.params.T, period=plan.params.period, M=plan.params.M, m=plan.params.m,
+                sigma=plan.params.sigma, loss_out=out["loss"], goldstein_out=out["stationarity"], target_beta=plan.beta,
+                trajectory_steps=steps, trajectory_loss=[t["loss"] for t in traj],
+                trajectory_goldstein=[t["stationarity"] for t in traj], x_out=res.x)
+
+# %% ../nbs/interface/50_cli.ipynb #e409eaaa
 def run_demo(seed:int|None=0, # seed of the run (None: OS entropy)
              progress:bool=False, # show a progress bar
              n:int=DEMO["n"], # training samples (smaller for a quick look); as many again, up to 10000, are held out
@@ -231,25 +255,16 @@ def run_demo(seed:int|None=0, # seed of the run (None: OS entropy)
     p, held, what = run_data(DEMO["problem"], n, DEMO["d"], DEMO["data_seed"])
     alpha = DEMO["alpha"]
     res = minimize(p, "klt-single-pass", epsilon=DEMO["epsilon"], delta=DEMO["delta"], alpha=alpha, seed=seed, progress=progress)
-    plan, bm = res.trace["plan"], res.trace["block_means"]
-    ks = np.unique(np.linspace(0, len(bm) - 1, DEMO["points"]).round().astype(int))
-    traj = [evaluate(held, bm[k], alpha) for k in ks]
+    steps, traj = _demo_trajectory(res, held, alpha)
     t0 = time.perf_counter()
     ref = smoothed_sgd(p, alpha=alpha, steps=DEMO["ref_steps"], batch_size=DEMO["ref_batch"], lr=DEMO["ref_lr"], rng=seed, progress=False)
     ref_sec = time.perf_counter() - t0
     at0, out, ref_out = evaluate(held, p.x0, alpha), evaluate(held, res.x, alpha), evaluate(held, ref.x, alpha)
     return _jsonable(dict(problem=DEMO["problem"], n=n, n_test=len(held.data), evaluated_on=what, d=DEMO["d"], alpha=alpha, radius=2 * alpha,
-        seed=seed, backend=get_backend(),
-        private=dict(algorithm="klt-single-pass", epsilon=res.epsilon, delta=res.delta, neighbouring=res.neighbouring, epsilon_spent=res.epsilon_spent,
-                     events=res.ledger.to_dicts(), samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample,
-                     seconds=res.seconds, T=plan.params.T, period=plan.params.period, M=plan.params.M, m=plan.params.m,
-                     sigma=plan.params.sigma, loss_out=out["loss"], goldstein_out=out["stationarity"], target_beta=plan.beta,
-                     trajectory_steps=((np.asarray(res.trace["block_index"])[ks] + 1) * plan.params.M).tolist(), trajectory_loss=[t["loss"] for t in traj],
-                     trajectory_goldstein=[t["stationarity"] for t in traj], x_out=res.x),
+        seed=seed, backend=get_backend(), private=_demo_private(res, out, steps, traj),
         reference=dict(algorithm="reference-sgd (NOT private)", steps=DEMO["ref_steps"], loss_out=ref_out["loss"],
                        goldstein_out=ref_out["stationarity"], seconds=ref_sec, trace_steps=ref.steps),
         loss_x0=at0["loss"], goldstein_x0=at0["stationarity"]))
-
 
 # %% ../nbs/interface/50_cli.ipynb #4443ab55
 def format_demo(r:dict) -> str:
@@ -265,6 +280,7 @@ def format_demo(r:dict) -> str:
             f"{pv['samples_used']} samples, each used at most {pv['max_uses_per_sample']} time; T={pv['T']}, period={pv['period']}, m={pv['m']}")
     return "\n".join([head, *rows, priv])
 
+# %% ../nbs/interface/50_cli.ipynb #4e4fc92d
 def plot_demo(r:dict, path):
     "Save the trajectory plot (loss and Goldstein norm along the private run, with the reference) to `path`."
     import matplotlib; matplotlib.use("Agg"); import matplotlib.pyplot as plt
@@ -307,6 +323,7 @@ def _list_of(kind, name):
         return vals
     return parse
 
+# %% ../nbs/interface/50_cli.ipynb #63e7069e
 EXPERIMENTS = {
     "sample-complexity": ("KLT/ZTC: the smallest n reaching a Goldstein target against d (and accuracy against n), log-log slopes beside theory",
                           dict(epsilons=[1.0], alpha=0.1, delta=1e-5, seeds=5, d=10)),
@@ -319,6 +336,7 @@ _QUICK = {"sample-complexity": dict(ds=[4, 8], epsilons=[4.0], accuracy_epsilons
                                    n_min=2000, n_max=32000),
           "stationarity-rates": dict(ns=[2000, 6000, 18000], seeds=2), "sosp-escape": dict(epsilons=[1.0], seeds=2, n=400_000)}
 
+# %% ../nbs/interface/50_cli.ipynb #04f846e9
 def _experiment_args(args):
     "Fill the options left unset with the experiment's defaults, then its --quick sizes."
     for k, v in EXPERIMENTS[args.name][1].items():
@@ -386,15 +404,16 @@ def cmd_experiment(args) -> int:
     return 0
 
 # %% ../nbs/interface/50_cli.ipynb #82ecb5f9
-def _add_run(sub):
-    "`dpnb run`: one algorithm, its JSON result (DESIGN.md's contract)."
-    r = sub.add_parser("run", help="run one algorithm and write its JSON result")
-    r.add_argument("algorithm", nargs="?", default=None, help="a name from `dpnb list` (omit with --resume)")
+def _add_run_data(r):
+    "`dpnb run`'s problem and data options."
     r.add_argument("--problem", default="robust-regression", help="problem name (default robust-regression)")
     r.add_argument("--data", default=None, help="'breast-cancer', 'digits', or a .npz (X, y) / .csv file (default: synthetic)")
     r.add_argument("--n", type=_positive_int, default=20000, help="synthetic samples (default 20000)")
     r.add_argument("--d", type=_positive_int, default=10, help="synthetic dimension (default 10)")
     r.add_argument("--data-seed", type=int, default=0, help="seed of the synthetic data (default 0)")
+
+def _add_run_target(r):
+    "`dpnb run`'s privacy target, accuracy target, seed and accountant."
     r.add_argument("--epsilon", type=float, default=None, help="target epsilon (required for private algorithms)")
     r.add_argument("--delta", type=float, default=None, help="target delta (required for private algorithms)")
     r.add_argument("--alpha", type=float, default=None, help="Goldstein radius; the guarantee is at 2*alpha (default 0.1*Phi/L)")
@@ -402,6 +421,20 @@ def _add_run(sub):
     r.add_argument("--seed", type=int, default=None, help="seed: reproducible run (default: OS entropy)")
     r.add_argument("--accountant", choices=list(ACCOUNTANTS), default=DEFAULT_ACCOUNTANT,
                    help="'pld' (default: exact for Gaussian runs, dp-accounting's PLD for Poisson sampling) or 'rdp'")
+
+# %% ../nbs/interface/50_cli.ipynb #1acb7c30
+def _add_run_checkpoint(r):
+    "`dpnb run`'s checkpoint options."
+    r.add_argument("--checkpoint", default=None, metavar="PATH", help="save the run's whole state here (atomically) every N steps and on Ctrl-C/SIGTERM")
+    r.add_argument("--checkpoint-every", type=_positive_int, default=None, metavar="N", help="steps between checkpoints (default: about 100 per run)")
+    r.add_argument("--resume", default=None, metavar="PATH", help="continue the run saved at PATH (its arguments come from the checkpoint)")
+
+# %% ../nbs/interface/50_cli.ipynb #f82d26ad
+def _add_run(sub):
+    "`dpnb run`: one algorithm, its JSON result (DESIGN.md's contract)."
+    r = sub.add_parser("run", help="run one algorithm and write its JSON result")
+    r.add_argument("algorithm", nargs="?", default=None, help="a name from `dpnb list` (omit with --resume)")
+    _add_run_data(r); _add_run_target(r)
     r.add_argument("--test", default=None, metavar="FILE", help="held-out .npz/.csv to evaluate on (synthetic problems hold out their own)")
     r.add_argument("--nonprivate-diagnostics", action="store_true",
                    help="also report loss, stationarity and clip counts on the PRIVATE data (NOT private: do not publish)")
@@ -411,9 +444,7 @@ def _add_run(sub):
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe constant or a field of the algorithm's parameter record (repeatable; `--dry-run` lists them)")
     r.add_argument("--out", default=None, help="write the JSON result here")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
-    r.add_argument("--checkpoint", default=None, metavar="PATH", help="save the run's whole state here (atomically) every N steps and on Ctrl-C/SIGTERM")
-    r.add_argument("--checkpoint-every", type=_positive_int, default=None, metavar="N", help="steps between checkpoints (default: about 100 per run)")
-    r.add_argument("--resume", default=None, metavar="PATH", help="continue the run saved at PATH (its arguments come from the checkpoint)")
+    _add_run_checkpoint(r)
     r.set_defaults(func=cmd_run)
 
 # %% ../nbs/interface/50_cli.ipynb #f9a30a07
@@ -439,14 +470,8 @@ def _add_audit(sub):
     a.set_defaults(func=cmd_audit)
 
 # %% ../nbs/interface/50_cli.ipynb #82505ba9
-def _add_experiment(sub):
-    "`dpnb experiment`: the papers' comparisons."
-    x = sub.add_parser("experiment", help="reproduce the papers' comparisons (dpnb experiment --list)")
-    x.add_argument("name", nargs="?", choices=list(EXPERIMENTS), help="the experiment to run")
-    x.add_argument("--list", action="store_true", help="list the experiments and exit")
-    x.add_argument("--quick", action="store_true", help="a small grid that runs in seconds to a couple of minutes")
-    x.add_argument("--seed", type=int, default=None, help="first seed: the runs use seeds SEED..SEED+seeds-1 (default 0)")
-    x.add_argument("--n", type=_positive_int, default=800_000, help="sosp-escape: samples per run (default 800000)")
+def _add_experiment_grid(x):
+    "`dpnb experiment`'s grid and targets (sample-complexity's; alpha, delta and seeds serve every experiment)."
     x.add_argument("--ds", type=_list_of(int, "--ds"), default=[4, 8, 16, 32, 64], help="dimensions, comma-separated (default 4,8,16,32,64)")
     x.add_argument("--epsilons", type=_list_of(float, "--epsilons"), default=None,
                    help="epsilons of the smallest-n grid and the slopes (default 1), or of sosp-escape (default 0.5,1,2,4)")
@@ -462,6 +487,17 @@ def _add_experiment(sub):
     x.add_argument("--n-min", type=_positive_int, default=1000, help="smallest n of the geometric grid (default 1000)")
     x.add_argument("--n-max", type=_positive_int, default=2048000, help="largest n of the grid (default 2048000)")
     x.add_argument("--d-fixed", type=_positive_int, default=None, help="d of the accuracy-vs-n panel (default: the middle of --ds)")
+
+# %% ../nbs/interface/50_cli.ipynb #af0639f8
+def _add_experiment(sub):
+    "`dpnb experiment`: the papers' comparisons."
+    x = sub.add_parser("experiment", help="reproduce the papers' comparisons (dpnb experiment --list)")
+    x.add_argument("name", nargs="?", choices=list(EXPERIMENTS), help="the experiment to run")
+    x.add_argument("--list", action="store_true", help="list the experiments and exit")
+    x.add_argument("--quick", action="store_true", help="a small grid that runs in seconds to a couple of minutes")
+    x.add_argument("--seed", type=int, default=None, help="first seed: the runs use seeds SEED..SEED+seeds-1 (default 0)")
+    x.add_argument("--n", type=_positive_int, default=800_000, help="sosp-escape: samples per run (default 800000)")
+    _add_experiment_grid(x)
     x.add_argument("--jobs", type=_positive_int, default=1, help="local Dask workers (processes) running the runs of a grid in parallel (default 1: no Dask)")
     x.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (e.g. tcp://host:8786) to run the grid on instead")
     x.add_argument("--fresh", action="store_true", help="ignore the finished runs saved in OUT/runs.jsonl and start the grid over")

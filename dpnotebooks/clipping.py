@@ -83,6 +83,7 @@ class ClipCounter(NamedTuple):
         warn_clipping(self.fraction, warn_above, f"{self.total} {what}", stacklevel=3)
         return self
 
+# %% ../nbs/privacy/01b_clipping.ipynb #7d2f9177
 def warn_clipping(fraction:float, # the share of per-sample quantities the clip changed
                   warn_above:float, # warn when `fraction` exceeds this
                   what:str="values", # what was clipped (for the message)
@@ -94,7 +95,6 @@ def warn_clipping(fraction:float, # the share of per-sample quantities the clip 
                       "probably too small for this loss or data. The privacy guarantee still holds (sensitivity is enforced by clipping), "
                       "but the estimates are biased: check L, or scale the data rows into the unit ball. (This warning is computed on the "
                       "private data: it exists because non-private diagnostics were asked for.)", ClippingWarning, stacklevel=stacklevel + 1)
-
 
 # %% ../nbs/privacy/01b_clipping.ipynb #d9e0b555
 def zo_two_point_clipped(problem, # a `Problem`
@@ -109,6 +109,7 @@ def zo_two_point_clipped(problem, # a `Problem`
     c = clip_values(two_point_differences(problem, x, batch, U, alpha), 2 * L * alpha)
     return zo_from_differences(c.values, U, alpha), c
 
+# %% ../nbs/privacy/01b_clipping.ipynb #6ad6cd49
 def zo_difference_clipped(problem, # a `Problem`
                           x, # first point, shape (d,)
                           y, # second point, shape (d,)
@@ -123,6 +124,7 @@ def zo_difference_clipped(problem, # a `Problem`
     c = clip_values(shifted_differences(problem, x, y, batch, U, alpha), L * gap)
     return zo_from_differences(c.values, U, alpha, scale=1.0), c
 
+# %% ../nbs/privacy/01b_clipping.ipynb #34a252f6
 def fo_grad_clipped(problem, # a `Problem`
                     X, # per-sample points, shape (b, m, d) (e.g. x + y with y ~ U(B_α))
                     batch, # a `Dataset` of b samples

@@ -45,6 +45,7 @@ def clipped_mean_grad(problem, # a `Problem` (needs `grad_each`, `dim`)
         total, count = total + G.sum(axis=(0, 1)), count.add(c)
     return total / m, count
 
+# %% ../nbs/algorithms/22_convex_glm.ipynb #ef8458f2
 def regularizer_grad(w, # the point, shape (d,)
                      lams, # λ_0..λ_{t-1}, shape (t,)
                      centers, # w̄_0..w̄_{t-1}, shape (t, d)
@@ -71,6 +72,7 @@ class StageOutput(NamedTuple):
     clip: ClipCounter        # per-sample gradient clipping
     phases: tuple = ()       # PhasedSGD: the sizes of the disjoint phase blocks
 
+# %% ../nbs/algorithms/22_convex_glm.ipynb #bc01f8e3
 def _check_sigma(sigma):
     if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real) or not (0 <= sigma < math.inf):
         raise ValueError(f"`sigma` must be a finite number ≥ 0 (0: non-private). Found {sigma!r}.")
@@ -81,6 +83,15 @@ def _check_step(eta, mu):
     if not (0 <= mu and eta * mu < 1): raise ValueError(f"Need 0 ≤ η·μ < 1 for the selector weights (1 − ημ)^(−t). Found η = {eta:g}, μ = {mu:g}; lower eta.")
     return eta
 
+# %% ../nbs/algorithms/22_convex_glm.ipynb #16497cb4
+def _noisy_gd_step(problem, w, batch, t:int, eta:float, radius:float, sigma:float, clip:float, rng, lams, centers) -> tuple:
+    "Step t of NoisyGD: (Π_R(w − η(ĝ_t + ∇Δ(w))), the step's ClipCounter), ĝ_t the noisy clipped mean gradient."
+    g, c = clipped_mean_grad(problem, w, batch, clip)
+    if sigma > 0: g = g + rng.child(t).normal(int(problem.dim), scale=sigma, dtype=NOISE_DTYPE)
+    if len(lams): g = g + regularizer_grad(w, lams, centers)
+    return clip_ball(w - eta * g, radius), c
+
+# %% ../nbs/algorithms/22_convex_glm.ipynb #4afb360c
 def noisy_gd(problem, # a `Problem` (needs `grad_each`, `dim`)
              batch, # the stage's `Dataset` of m samples (multi-pass within the stage)
              K:int, # number of noisy gradient steps (releases)
@@ -101,10 +112,7 @@ def noisy_gd(problem, # a `Problem` (needs `grad_each`, `dim`)
     w = clip_ball(xp.zeros(d) if w1 is None else asarray(w1).astype(float), radius)
     avg, counter = WeightedAverage(1.0 - eta * mu), ClipCounter()
     for t in range(1, K + 1):
-        g, c = clipped_mean_grad(problem, w, batch, clip)
-        if sigma > 0: g = g + rng.child(t).normal(d, scale=sigma, dtype=NOISE_DTYPE)
-        if len(lams): g = g + regularizer_grad(w, lams, centers)
-        w = clip_ball(w - eta * g, radius)
+        w, c = _noisy_gd_step(problem, w, batch, t, eta, radius, sigma, clip, rng, lams, centers)
         avg, counter = avg.add(w), counter.add(c)
     return StageOutput(to_numpy(avg.mean), counter)
 
@@ -114,6 +122,28 @@ def _require_convex_glm(problem):
         raise ValueError(f"OutputPerturbedSGD/PhasedSGD need a convex GLM (`LinearModel` with convex = True), so that a clipped "
                          f"step stays non-expansive. Found {type(problem).__name__}; use subroutine='noisy-gd'.")
 
+# %% ../nbs/algorithms/22_convex_glm.ipynb #ed85698e
+def _clipped_glm_grad(problem, a, yy, w, clip:float) -> tuple:
+    "One sample's GLM gradient s·a clipped to norm C: (s, a, clipped 0/1, non-finite 0/1); a non-finite one is zeroed."
+    with np.errstate(all="ignore"):
+        s = float(to_numpy(problem.dpsi(asarray(np.array([a @ w])), asarray(np.array([yy]))))[0])
+        top = np.abs(a).max(initial=0.0); gn = abs(s) * top * np.linalg.norm(a / top) if top > 0 else 0.0   # no overflow
+    if not (math.isfinite(gn) and np.all(np.isfinite(a))): return 0.0, np.zeros_like(a), 0, 1   # zeroed, not released
+    if gn > clip * (1 + 1e-12): return s * clip / gn, a, 1, 0
+    return s, a, 0, 0
+
+# %% ../nbs/algorithms/22_convex_glm.ipynb #6754eb88
+def _sgd_pass(problem, A, y, w, eta:float, radius:float, clip:float, lam_sum, lam_c, avg) -> tuple:
+    "One pass of projected clipped SGD over the rows (A, y): (the weighted average, the last w, clipped, non-finite counts)."
+    clipped = nonfinite = 0
+    for a, yy in zip(A, y):
+        s, a, cl, nf = _clipped_glm_grad(problem, a, yy, w, clip)
+        clipped, nonfinite = clipped + cl, nonfinite + nf
+        w = to_numpy(clip_ball(w - eta * (s * a + lam_sum * w - lam_c), radius))
+        avg = avg.add(w)
+    return avg, w, clipped, nonfinite
+
+# %% ../nbs/algorithms/22_convex_glm.ipynb #c6d0a4c8
 def output_perturbed_sgd(problem, # a convex `LinearModel`
                          batch, # the block's `Dataset`, each sample used once, in order
                          eta:float, # step size η ≤ 2/(L1 + H) (non-expansive steps)
@@ -132,17 +162,8 @@ def output_perturbed_sgd(problem, # a convex `LinearModel`
     eta, rng, d = _check_step(eta, mu), make_rng(rng), int(problem.dim)
     A, y = to_numpy(batch.A).astype(float), to_numpy(batch.y).astype(float)
     lams, centers = np.asarray(lams, dtype=float), np.asarray(centers, dtype=float).reshape(len(lams), d)
-    lam_sum, lam_c = lams.sum(), lams @ centers
     w = to_numpy(clip_ball(np.zeros(d) if w1 is None else to_numpy(w1).astype(float), radius))
-    avg, clipped, nonfinite, r = WeightedAverage(1.0 - eta * mu), 0, 0, 1.0 - eta * mu
-    for a, yy in zip(A, y):
-        with np.errstate(all="ignore"):
-            s = float(to_numpy(problem.dpsi(asarray(np.array([a @ w])), asarray(np.array([yy]))))[0])
-            top = np.abs(a).max(initial=0.0); gn = abs(s) * top * np.linalg.norm(a / top) if top > 0 else 0.0   # no overflow
-        if not (math.isfinite(gn) and np.all(np.isfinite(a))): s, a, nonfinite = 0.0, np.zeros_like(a), nonfinite + 1   # zeroed, not released
-        elif gn > clip * (1 + 1e-12): s, clipped = s * clip / gn, clipped + 1
-        w = to_numpy(clip_ball(w - eta * (s * a + lam_sum * w - lam_c), radius))
-        avg = avg.add(w)
+    avg, w, clipped, nonfinite = _sgd_pass(problem, A, y, w, eta, radius, clip, lams.sum(), lams @ centers, WeightedAverage(1.0 - eta * mu))
     out = to_numpy(avg.mean) if avg.mean is not None else w
     if sigma > 0: out = out + to_numpy(rng.normal(d, scale=sigma, dtype=NOISE_DTYPE))
     return StageOutput(out, ClipCounter(clipped, len(A), nonfinite))
@@ -154,6 +175,7 @@ def phase_sizes(m:int, # samples of the stage
     m = check_count("m", m)
     return tuple(m >> k for k in range(1, m.bit_length()) if m >> k >= 1)
 
+# %% ../nbs/algorithms/22_convex_glm.ipynb #f7d9d739
 def phased_sgd(problem, # a convex `LinearModel`
                stream:DataStream, # single-pass source: each phase takes its block with `stream.take`
                m:int, # samples budgeted for this call (phases use ⌊m/2^k⌋ each)
@@ -188,6 +210,7 @@ class ConvexOutput(NamedTuple):
     clip: ClipCounter          # per-sample gradient clipping over the run
     phases: tuple = ()         # PhasedSGD: phase block sizes of one stage
 
+# %% ../nbs/algorithms/22_convex_glm.ipynb #e6758f4d
 def _per_stage(name, v, T, check):
     vals = list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v] * T
     if len(vals) != T: raise ValueError(f"`{name}` must be one value or a sequence of T = {T} values (one per stage). Found {len(vals)}.")
@@ -207,6 +230,16 @@ def _check_recursive(n, T, clip, sigma, K, subroutine):
     return T, n // T, sig, Ks
 
 # %% ../nbs/algorithms/22_convex_glm.ipynb #fae0dfc8
+def _stage_releases(t:int, m:int, clip:float, sig:list, Ks, subroutine:str) -> list:
+    "Stage t's releases: K_t NoisyGD gradients of sensitivity 2C/m, or one output per PhasedSGD phase (2Cη_k, noise η_kσ)."
+    if subroutine == "noisy-gd":
+        return [Release("gaussian", 2 * clip / m, sig[t - 1], Ks[t - 1], touches=f"stage {t}",
+                        label=f"NoisyGD stage {t}: mean of m = {m} clipped gradients + N(0, σ²I)")]
+    return [Release("gaussian", 2 * clip, sig[t - 1], 1, touches=f"stage {t}, phase {k}",
+                    label=f"PhasedSGD stage {t} phase {k}: output of {n_k} SGD steps, sensitivity 2Cη_k, noise η_kσ (per unit step)")
+            for k, n_k in enumerate(phase_sizes(m), start=1)]
+
+# %% ../nbs/algorithms/22_convex_glm.ipynb #be00a0f5
 def recursive_regularization_releases(n:int, # number of samples
                                       T:int, # number of stages
                                       clip:float, # per-sample gradient norm bound C
@@ -218,17 +251,9 @@ def recursive_regularization_releases(n:int, # number of samples
     n = check_count("n", n)
     T, m, sig, Ks = _check_recursive(n, T, clip, sigma, K, subroutine)
     if max(sig) == 0: return Ledger()
-    rel = []
-    for t in range(1, T + 1):
-        if subroutine == "noisy-gd":
-            rel.append(Release("gaussian", 2 * clip / m, sig[t - 1], Ks[t - 1], touches=f"stage {t}",
-                               label=f"NoisyGD stage {t}: mean of m = {m} clipped gradients + N(0, σ²I)"))
-        else:
-            for k, n_k in enumerate(phase_sizes(m), start=1):
-                rel.append(Release("gaussian", 2 * clip, sig[t - 1], 1, touches=f"stage {t}, phase {k}",
-                                   label=f"PhasedSGD stage {t} phase {k}: output of {n_k} SGD steps, sensitivity 2Cη_k, noise η_kσ (per unit step)"))
-    return Ledger(tuple(rel))
+    return Ledger(tuple(r for t in range(1, T + 1) for r in _stage_releases(t, m, clip, sig, Ks, subroutine)))
 
+# %% ../nbs/algorithms/22_convex_glm.ipynb #034a3ed8
 def noisy_gd_sigma(epsilon:float, # target ε ≤ 1 for one stage (stages compose in parallel)
                    delta:float, # target δ
                    clip:float, # per-sample gradient norm bound C
@@ -241,6 +266,31 @@ def noisy_gd_sigma(epsilon:float, # target ε ≤ 1 for one stage (stages compos
     return 8 * clip * math.sqrt(check_count("K", K) * math.log(1 / delta)) / (check_count("m", m) * epsilon)
 
 # %% ../nbs/algorithms/22_convex_glm.ipynb #d5943f48
+def _convex_source(data) -> tuple:
+    "(the `DataStream` or None for a `Dataset`, the samples available n)."
+    stream = data if isinstance(data, DataStream) else None
+    if stream is None and not isinstance(data, Dataset): raise TypeError(f"`data` must be a `Dataset` or a `DataStream`. Found {type(data).__name__}.")
+    return stream, stream.remaining if stream is not None else len(data)
+
+# %% ../nbs/algorithms/22_convex_glm.ipynb #d612958a
+def _check_regularization(problem, lam, radius, L1, subroutine) -> tuple:
+    "(λ, R, L1) checked; PhasedSGD's privacy needs L1 ≥ the problem's smoothness, and every loss must be convex."
+    lam, radius = check_positive("lam", lam), check_positive("radius", radius)
+    L1 = check_positive("L1", problem.smoothness if L1 is None else L1)
+    if subroutine == "phased-sgd" and problem.smoothness is not None and L1 < problem.smoothness:
+        raise ValueError(f"PhasedSGD's privacy needs non-expansive steps, η ≤ 2/(L1 + H) with the true smoothness: `L1` = {L1:g} is below "
+                         f"the problem's {problem.smoothness:g}. Pass L1 ≥ {problem.smoothness:g}.")
+    if not getattr(problem, "convex", False): raise ValueError(f"Recursive regularization needs a convex loss; {type(problem).__name__} is not marked convex.")
+    return lam, radius, L1
+
+# %% ../nbs/algorithms/22_convex_glm.ipynb #9d541b92
+def _convex_start(problem, data, stream, rng) -> tuple:
+    "(the stream, the state before stage 1 with w̄_0 = 0); a `Dataset` gets a stream on rng.child(CONVEX_STREAM, 0)."
+    rng = make_rng(rng)
+    if stream is None: stream = DataStream(data, rng=rng.child(CONVEX_STREAM, 0))
+    return stream, ConvexState([np.zeros(int(problem.dim))], [], ClipCounter(), (), rng)
+
+# %% ../nbs/algorithms/22_convex_glm.ipynb #f2ecebfd
 def recursive_regularization(problem, # a convex, smooth `Problem` (phased-sgd: a convex `LinearModel`)
                              data, # a `Dataset`, or a `DataStream` whose use counts you want to read afterwards
                              T:int, # number of stages
@@ -256,20 +306,10 @@ def recursive_regularization(problem, # a convex, smooth `Problem` (phased-sgd: 
                              checkpoint:Checkpointer|None=None, # save the state after every N stages (one step = one stage); resume from it
                             ) -> ConvexOutput:
     "Recursive regularization (ABGGMU Alg 3, Thm 5) with NoisyGD (Alg 7) or PhasedSGD (Alg 5); priced by `recursive_regularization_releases`."
-    stream = data if isinstance(data, DataStream) else None
-    if stream is None and not isinstance(data, Dataset): raise TypeError(f"`data` must be a `Dataset` or a `DataStream`. Found {type(data).__name__}.")
-    n = stream.remaining if stream is not None else len(data)
+    stream, n = _convex_source(data)
     T, m, sig, Ks = _check_recursive(n, T, clip, sigma, K, subroutine)
-    lam, radius = check_positive("lam", lam), check_positive("radius", radius)
-    L1 = check_positive("L1", problem.smoothness if L1 is None else L1)
-    if subroutine == "phased-sgd" and problem.smoothness is not None and L1 < problem.smoothness:
-        raise ValueError(f"PhasedSGD's privacy needs non-expansive steps, η ≤ 2/(L1 + H) with the true smoothness: `L1` = {L1:g} is below "
-                         f"the problem's {problem.smoothness:g}. Pass L1 ≥ {problem.smoothness:g}.")
-    if not getattr(problem, "convex", False): raise ValueError(f"Recursive regularization needs a convex loss; {type(problem).__name__} is not marked convex.")
-    rng = make_rng(rng)
-    if stream is None: stream = DataStream(data, rng=rng.child(CONVEX_STREAM, 0))
-    d = int(problem.dim)
-    s0 = ConvexState([np.zeros(d)], [], ClipCounter(), (), rng)
+    lam, radius, L1 = _check_regularization(problem, lam, radius, L1, subroutine)
+    stream, s0 = _convex_start(problem, data, stream, rng)
     step = partial(_convex_stage, problem=problem, stream=stream, m=m, lams=lam * 2.0 ** np.arange(T), radius=radius, clip=clip, sig=sig,
                    Ks=Ks, subroutine=subroutine, L1=L1, warm_start=warm_start)
     s, _ = run_loop("recursive_regularization", s0, step, T, checkpoint=checkpoint, live=(stream,), iterate=lambda s: s.outs[-1],
@@ -330,6 +370,7 @@ def jl_matrix(k:int, # target dimension (public)
     "Φ = G/√k with G_ij ~ N(0, 1): a (γ, β)-JL matrix and oblivious subspace embedding (ABGGMU Def 1, Def E.1)."
     return make_rng(rng).normal((check_count("k", k), check_count("d", d))) / math.sqrt(k)
 
+# %% ../nbs/algorithms/22_convex_glm.ipynb #1f6894b1
 def jl_dimension(rank_bound:int, # a PUBLIC upper bound r on rank(X), never computed from the data
                  n:int, # number of samples
                  delta:float, # failure probability of the embedding
@@ -339,6 +380,7 @@ def jl_dimension(rank_bound:int, # a PUBLIC upper bound r on rank(X), never comp
     r, n, delta, c = check_count("rank_bound", rank_bound), check_count("n", n), check_delta(delta), check_positive("c", c)
     return int(math.ceil(c * r * math.log(2 * n / delta)))
 
+# %% ../nbs/algorithms/22_convex_glm.ipynb #8b79f9c6
 def jl_project(problem, # the base `LinearModel`
                Phi, # JL matrix (k, d)
                x_norm:float=1.0, # ||X||: public bound on the rows' norm

@@ -107,6 +107,22 @@ class DPSGDState(NamedTuple):
     rng: object             # the run's streams (an unseeded run keeps its OS-entropy root across a resume)
 
 # %% ../nbs/algorithms/13_dpsgd.ipynb #4921a0ef
+def _dpsgd_view(data) -> MultiPassView:
+    "`data` as a `MultiPassView`, which counts every use of every sample (a `Dataset` is wrapped, a view passes through)."
+    if isinstance(data, Dataset): data = MultiPassView(data)
+    if not isinstance(data, MultiPassView): raise TypeError(f"`data` must be a `Dataset` or a `MultiPassView`. Found {type(data).__name__}.")
+    return data
+
+# %% ../nbs/algorithms/13_dpsgd.ipynb #bd832e58
+def _dpsgd_start(problem, x0, rng, steps:int, radius) -> DPSGDState:
+    "Check x0 (default problem.x0), project it onto the ball when `radius` is set; the state before step 1."
+    xp, rng, d = get_xp(), make_rng(rng), int(problem.dim)
+    x = asarray(problem.x0 if x0 is None else x0).astype(float).copy()
+    if x.shape != (d,) or not bool(xp.all(xp.isfinite(x))): raise ValueError(f"`x0` must be a finite vector of shape ({d},). Found shape {tuple(x.shape)}.")
+    if radius is not None: x = clip_ball(x, radius)
+    return DPSGDState(x, xp.zeros(d), np.zeros(steps), ClipCounter(), rng)
+
+# %% ../nbs/algorithms/13_dpsgd.ipynb #f959330d
 def dp_sgd(problem, # a `Problem` (needs `grad_each`, `dim`, `x0`)
            data, # a `Dataset`, or a `MultiPassView` whose use counts you want to read afterwards
            steps:int, # T
@@ -123,15 +139,9 @@ def dp_sgd(problem, # a `Problem` (needs `grad_each`, `dim`, `x0`)
            checkpoint:Checkpointer|None=None, # save the state (iterate, average, norms, clip counts, use counts) every N steps; resume from it
           ) -> DPSGDOutput:
     "DP-SGD (Abadi et al. 2016, Alg. 1) with clipped per-sample gradients at perturbed points; priced by `dpsgd_releases`."
-    if isinstance(data, Dataset): data = MultiPassView(data)
-    if not isinstance(data, MultiPassView): raise TypeError(f"`data` must be a `Dataset` or a `MultiPassView`. Found {type(data).__name__}.")
-    n = data.n
-    _check_dpsgd(n, steps, batch_size, clip, sigma, sampling, lr, alpha, radius)
-    xp, rng, d = get_xp(), make_rng(rng), int(problem.dim)
-    x = asarray(problem.x0 if x0 is None else x0).astype(float).copy()
-    if x.shape != (d,) or not bool(xp.all(xp.isfinite(x))): raise ValueError(f"`x0` must be a finite vector of shape ({d},). Found shape {tuple(x.shape)}.")
-    if radius is not None: x = clip_ball(x, radius)
-    s0 = DPSGDState(x, xp.zeros(d), np.zeros(steps), ClipCounter(), rng)
+    data = _dpsgd_view(data)
+    _check_dpsgd(data.n, steps, batch_size, clip, sigma, sampling, lr, alpha, radius)
+    s0 = _dpsgd_start(problem, x0, rng, steps, radius)
     step = partial(_dpsgd_step, problem=problem, data=data, batch_size=batch_size, lr=lr, clip=clip, sigma=sigma, alpha=alpha,
                    sampling=sampling, radius=radius, tail=steps // 2, epochs={})
     s, _ = run_loop("dp_sgd", s0, step, steps, checkpoint=checkpoint, progress=progress, live=(data,),

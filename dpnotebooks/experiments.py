@@ -51,12 +51,14 @@ def _evaluation_problem(problem_factory, d, seed, eval_n, cache):
 
 def _loss(problem, x) -> float: return float(to_numpy(problem.loss(asarray(x)[None, :]))[0])
 
+# %% ../nbs/experiments/60_sample_complexity.ipynb #fd859951
 def _factory_name(f) -> str: return f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', repr(f))}"
 
 def _run_key(algorithm, n, d, epsilon, delta, alpha, seed, problem_factory, eval_n, k, overrides) -> tuple:
     return (algorithm, int(n), int(d), float(epsilon), float(delta), float(alpha), int(seed), _factory_name(problem_factory), int(eval_n), int(k),
             tuple(sorted(overrides.items())))
 
+# %% ../nbs/experiments/60_sample_complexity.ipynb #91b27608
 def score_run(algorithm:str, n:int, d:int, epsilon:float, delta:float, alpha:float, # what to run, as for `minimize`
               seed:int, # seed of the data and of the run
               problem_factory:Callable=planted_robust_regression, # (n, d, seed) -> Problem
@@ -89,6 +91,7 @@ def _score_seeds(algorithm, n, d, epsilon, delta, alpha, seeds, problem_factory,
     for key, fut in todo.items(): cache[key] = fut.result()
     return [cache[key] for key in keys]
 
+# %% ../nbs/experiments/60_sample_complexity.ipynb #8c8763a0
 def grid_point(algorithm:str, n:int, d:int, epsilon:float, delta:float, alpha:float,
                beta:float, # the target Goldstein norm
                seeds, # number of seeds (0, 1, …) or a list of seeds
@@ -113,6 +116,7 @@ def geometric_grid(n_min:int, n_max:int, factor:float=2.0) -> list:
     while round(n) <= n_max: out.append(int(round(n))); n *= factor
     return out
 
+# %% ../nbs/experiments/60_sample_complexity.ipynb #db5e27c2
 def bracket_threshold(succeeds:Callable, # n -> True if size n succeeds (each call may be a costly grid point)
                       n_grid, # increasing sample sizes
                       bisect:int=1, # geometric bisection steps inside the bracket
@@ -134,6 +138,17 @@ def bracket_threshold(succeeds:Callable, # n -> True if size n succeeds (each ca
     return lo, hi
 
 # %% ../nbs/experiments/60_sample_complexity.ipynb #69ab12a0
+def _print_point(p):
+    g = p["median_goldstein"] if p["median_goldstein"] is not None else float("nan")
+    print(f"{p['algorithm']:16} d={p['d']:<4d} eps={p['epsilon']:<5g} n={p['n']:<8d} success {p['success_rate']:.0%}  median G {g:.3f}  {p['seconds']:.1f}s", flush=True)
+
+def _scores_x0(problem_factory, d, seeds, alpha, eval_n, k, cache) -> tuple:
+    "Median Goldstein norm (radius 2α) and median loss at x0 over the seeds' evaluation problems."
+    evals = [_evaluation_problem(problem_factory, d, s, eval_n, cache) for s in _resolve_seeds(seeds)]
+    g0, f0 = [goldstein_norm(e, e.x0, 2 * alpha, k=k, rng=1) for e in evals], [_loss(e, e.x0) for e in evals]
+    return float(np.median(g0)), float(np.median(f0))
+
+# %% ../nbs/experiments/60_sample_complexity.ipynb #07741a7a
 def smallest_n(algorithm:str, d:int, epsilon:float, delta:float, alpha:float, beta:float, # as for `minimize`; β is the target
                seeds, # number of seeds (0, 1, …) or a list of seeds
                n_grid, # increasing sample sizes (e.g. `geometric_grid(1000, 64000)`)
@@ -152,15 +167,10 @@ def smallest_n(algorithm:str, d:int, epsilon:float, delta:float, alpha:float, be
         if say: say(dict(runs[-1], algorithm=algorithm, d=d, epsilon=epsilon))
         return runs[-1]["success_rate"] > success
     lo, hi = bracket_threshold(succeeds, n_grid, bisect, n_floor)
-    evals = [_evaluation_problem(problem_factory, d, s, eval_n, cache) for s in _resolve_seeds(seeds)]
-    g0, f0 = [goldstein_norm(e, e.x0, 2 * alpha, k=k, rng=1) for e in evals], [_loss(e, e.x0) for e in evals]
+    g0, f0 = _scores_x0(problem_factory, d, seeds, alpha, eval_n, k, cache)
     return dict(algorithm=algorithm, d=int(d), epsilon=float(epsilon), delta=float(delta), alpha=float(alpha), beta=float(beta),
-                success=float(success), seeds=_resolve_seeds(seeds), n=hi, n_lower=lo, goldstein_x0=float(np.median(g0)),
-                loss_x0=float(np.median(f0)), runs=sorted(runs, key=lambda r: r["n"]), overrides=dict(overrides))
-
-def _print_point(p):
-    g = p["median_goldstein"] if p["median_goldstein"] is not None else float("nan")
-    print(f"{p['algorithm']:16} d={p['d']:<4d} eps={p['epsilon']:<5g} n={p['n']:<8d} success {p['success_rate']:.0%}  median G {g:.3f}  {p['seconds']:.1f}s", flush=True)
+                success=float(success), seeds=_resolve_seeds(seeds), n=hi, n_lower=lo, goldstein_x0=g0,
+                loss_x0=f0, runs=sorted(runs, key=lambda r: r["n"]), overrides=dict(overrides))
 
 # %% ../nbs/experiments/60_sample_complexity.ipynb #d40f83ab
 def loglog_slope(ds, # dimensions
@@ -288,6 +298,45 @@ def _tuples(v): return tuple(_tuples(x) for x in v) if isinstance(v, list) else 
 def _plain(v): return v.item() if hasattr(v, "item") else str(v)
 
 # %% ../nbs/experiments/60_sample_complexity.ipynb #b5f8d8b3
+def _accuracy_n(points, d_fixed:int, epsilon:float, grid:list, accuracy_n=None):
+    "The accuracy panel's n: `accuracy_n`, or the grid up to its first point at or above every smallest n found at (d_fixed, ε)."
+    if accuracy_n is not None and not list(accuracy_n): raise ValueError("`accuracy_n` must list at least one n (or be None for the default).")
+    if accuracy_n is not None: return accuracy_n
+    found = [p["n"] for p in points if p["d"] == d_fixed and p["epsilon"] == epsilon and p["n"] is not None]
+    top = max(found, default=grid[-1])                      # the grid up to its first point at or above every found n
+    return [n for n in grid if n < top] + [next((n for n in grid if n >= top), grid[-1])]
+
+# %% ../nbs/experiments/60_sample_complexity.ipynb #9c728110
+def _experiment_config(ds, epsilons, algorithms, alpha, beta, delta, seeds, grid, bisect, success, d_fixed, accuracy_n,
+                       problem_factory, eval_n, k, overrides) -> dict:
+    "The `config` block of the experiment's result (plain JSON)."
+    return dict(ds=ds, epsilons=epsilons, algorithms=algorithms, alpha=alpha, radius=2 * alpha, beta=beta, delta=delta,
+                seeds=_resolve_seeds(seeds), n_grid=grid, bisect=bisect, success=success, d_fixed=d_fixed, accuracy_n=list(accuracy_n),
+                problem=getattr(problem_factory, "__name__", str(problem_factory)), eval_n=eval_n, k=k,
+                overrides={a: {str(d): _overrides_for(overrides, a, d) for d in ds} for a in algorithms})
+
+# %% ../nbs/experiments/60_sample_complexity.ipynb #ce45e420
+def _sample_complexity(ds, epsilons, algorithms, alpha, beta, delta, seeds, n_min, n_max, factor, bisect, success, d_fixed, accuracy_epsilons,
+                       accuracy_n, problem_factory, overrides, eval_n, k, jobs, progress, scheduler, cache_path) -> dict:
+    "The body of `sample_complexity_experiment`, once its inputs are checked."
+    t0, overrides = time.perf_counter(), DEFAULT_OVERRIDES if overrides is None else overrides
+    ds, epsilons, algorithms, grid = [int(d) for d in ds], [float(e) for e in epsilons], list(algorithms), geometric_grid(n_min, n_max, factor)
+    store = RunStore(cache_path)
+    with experiment_executor(jobs, scheduler) as executor:
+        kw = dict(problem_factory=problem_factory, eval_n=eval_n, k=k, cache=store, executor=executor)
+        points = [smallest_n(a, d, eps, delta, alpha, beta, seeds, grid, success=success, bisect=bisect, progress=progress,
+                             **kw, **_overrides_for(overrides, a, d)) for eps in epsilons for d in ds for a in algorithms]
+        d_fixed = int(d_fixed or ds[len(ds) // 2])
+        accuracy_n = _accuracy_n(points, d_fixed, epsilons[0], grid, accuracy_n)
+        accuracy = _accuracy_panel(algorithms, d_fixed, [float(e) for e in (accuracy_epsilons or epsilons)], accuracy_n,
+                                   delta, alpha, beta, seeds, overrides, **kw)
+    config = _experiment_config(ds, epsilons, algorithms, alpha, beta, delta, seeds, grid, bisect, success, d_fixed, accuracy_n,
+                                problem_factory, eval_n, k, overrides)
+    return dict(config=config, goldstein_x0=[dict(d=d, goldstein_x0=next(p["goldstein_x0"] for p in points if p["d"] == d)) for d in ds],
+                smallest=points, slopes=_slopes(points, ds, epsilons, algorithms, delta, alpha, beta), accuracy=accuracy,
+                seconds=time.perf_counter() - t0, resumed_runs=store.resumed)
+
+# %% ../nbs/experiments/60_sample_complexity.ipynb #c38bca19
 def sample_complexity_experiment(ds=(4, 8, 16), # dimensions
                                  epsilons=(1.0,), # ε values for the smallest-n grid and the slopes
                                  algorithms=("klt-single-pass", "ztc", "ztc-naive"),
@@ -310,28 +359,8 @@ def sample_complexity_experiment(ds=(4, 8, 16), # dimensions
                                 ) -> dict:
     "Smallest n per (algorithm, d, ε), slopes of log n in log d beside the theory's, G(x0) per d, accuracy vs n at fixed d."
     _check_experiment(ds, epsilons, algorithms, alpha, beta, seeds)
-    t0, overrides = time.perf_counter(), DEFAULT_OVERRIDES if overrides is None else overrides
-    ds, epsilons, algorithms, grid = [int(d) for d in ds], [float(e) for e in epsilons], list(algorithms), geometric_grid(n_min, n_max, factor)
-    store = RunStore(cache_path)
-    with experiment_executor(jobs, scheduler) as executor:
-        kw = dict(problem_factory=problem_factory, eval_n=eval_n, k=k, cache=store, executor=executor)
-        points = [smallest_n(a, d, eps, delta, alpha, beta, seeds, grid, success=success, bisect=bisect, progress=progress,
-                             **kw, **_overrides_for(overrides, a, d)) for eps in epsilons for d in ds for a in algorithms]
-        d_fixed = int(d_fixed or ds[len(ds) // 2])
-        if accuracy_n is not None and not list(accuracy_n): raise ValueError("`accuracy_n` must list at least one n (or be None for the default).")
-        if accuracy_n is None:
-            found = [p["n"] for p in points if p["d"] == d_fixed and p["epsilon"] == epsilons[0] and p["n"] is not None]
-            top = max(found, default=grid[-1])                      # the grid up to its first point at or above every found n
-            accuracy_n = [n for n in grid if n < top] + [next((n for n in grid if n >= top), grid[-1])]
-        accuracy = _accuracy_panel(algorithms, d_fixed, [float(e) for e in (accuracy_epsilons or epsilons)], accuracy_n,
-                                   delta, alpha, beta, seeds, overrides, **kw)
-    config = dict(ds=ds, epsilons=epsilons, algorithms=algorithms, alpha=alpha, radius=2 * alpha, beta=beta, delta=delta,
-                  seeds=_resolve_seeds(seeds), n_grid=grid, bisect=bisect, success=success, d_fixed=d_fixed, accuracy_n=list(accuracy_n),
-                  problem=getattr(problem_factory, "__name__", str(problem_factory)), eval_n=eval_n, k=k,
-                  overrides={a: {str(d): _overrides_for(overrides, a, d) for d in ds} for a in algorithms})
-    return dict(config=config, goldstein_x0=[dict(d=d, goldstein_x0=next(p["goldstein_x0"] for p in points if p["d"] == d)) for d in ds],
-                smallest=points, slopes=_slopes(points, ds, epsilons, algorithms, delta, alpha, beta), accuracy=accuracy,
-                seconds=time.perf_counter() - t0, resumed_runs=store.resumed)
+    return _sample_complexity(ds, epsilons, algorithms, alpha, beta, delta, seeds, n_min, n_max, factor, bisect, success, d_fixed, accuracy_epsilons,
+                              accuracy_n, problem_factory, overrides, eval_n, k, jobs, progress, scheduler, cache_path)
 
 # %% ../nbs/experiments/60_sample_complexity.ipynb #2a976c58
 def _slope_rows(result, eps) -> list:
@@ -350,6 +379,7 @@ def _slope_rows(result, eps) -> list:
                                                              for d, tn in zip(ds, s["theory_n"])))
     return rows
 
+# %% ../nbs/experiments/60_sample_complexity.ipynb #7f02dab2
 def format_sample_complexity(result:dict) -> str:
     "The experiment's table: smallest n per (algorithm, d, ε), slopes ± SE beside theory, G(x0) per d."
     c = result["config"]; ds = c["ds"]
@@ -384,6 +414,7 @@ def _plot_slopes(ax, result, colors):
     ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xticks(c["ds"], [str(d) for d in c["ds"]]); ax.minorticks_off()
     ax.set_xlabel("dimension d"); ax.set_ylabel(f"smallest n with G <= {c['beta']:g}"); ax.legend(fontsize=6.5)
 
+# %% ../nbs/experiments/60_sample_complexity.ipynb #cc34cff6
 def _plot_accuracy(ax, result, colors):
     c = result["config"]; eps_all = sorted({a["epsilon"] for a in result["accuracy"]}); styles = ["-", "--", "-.", ":"]
     for acc in result["accuracy"]:
@@ -396,6 +427,7 @@ def _plot_accuracy(ax, result, colors):
     ax.set_xscale("log"); ax.set_xlabel("n"); ax.set_ylabel(f"median Goldstein norm, radius {c['radius']:g}")
     ax.set_title(f"accuracy vs n at d = {c['d_fixed']}", fontsize=9); ax.legend(fontsize=6.5)
 
+# %% ../nbs/experiments/60_sample_complexity.ipynb #53f3a898
 def plot_sample_complexity(result:dict, # the output of `sample_complexity_experiment` (or its JSON)
                            path=None, # save the figure here (PNG) and close it
                           ):

@@ -27,24 +27,30 @@ class RunStopped(RuntimeError):
     def __str__(self):
         where = f" at step {self.step}" if self.step is not None else ""
         head = f"{self.algorithm + ': ' if self.algorithm else ''}the run stopped{where}: {self.reason}."
-        if self.epsilon_spent is None: spent = ""
-        elif self.at_most: spent = f" Privacy spent: at most epsilon = {self.epsilon_spent:.4g}, the plan's budget; nothing more is released."
-        else: spent = (f" Privacy spent by the releases made so far: epsilon = {self.epsilon_spent:.4g} (their ledger is `err.ledger`); "
-                       "nothing more is released.")
-        last = " The last good iterate is `err.x`." if self.x is not None else ""
-        if self.checkpoint is not None and self.checkpoint[1] is not None and self.fix != _LOSS_FIX:
-            last += f" The last good state (step {self.checkpoint[1]}) is saved in {self.checkpoint[0]}."
-        elif self.checkpoint is not None and self.checkpoint[1] is not None:
-            last += (f" The last good state (step {self.checkpoint[1]}) is saved in {self.checkpoint[0]}; resuming it recomputes the later "
-                     "steps with the same samples and noise, so resume only if the fix leaves the loss's finite values unchanged "
-                     "(otherwise start a new run).")
-        return head + spent + last + " " + self.fix
+        return head + _spent_text(self) + _last_text(self) + " " + self.fix
 
     @classmethod
     def write_failed(cls, err:CheckpointWriteError, x=None) -> RunStopped:
         "The stop of a run whose checkpoint could not be saved after step `err.step` (that step's releases were made)."
         return cls(err.step, x, f"saving the checkpoint failed ({type(err.cause).__name__}: {err.cause})",
                    fix=f"Free space or fix the permissions where {err.path} lives, then resume from the last good checkpoint.")
+
+# %% ../nbs/core/04c_faults.ipynb #560f1dbe
+def _spent_text(err:RunStopped) -> str:
+    if err.epsilon_spent is None: return ""
+    if err.at_most: return f" Privacy spent: at most epsilon = {err.epsilon_spent:.4g}, the plan's budget; nothing more is released."
+    return (f" Privacy spent by the releases made so far: epsilon = {err.epsilon_spent:.4g} (their ledger is `err.ledger`); "
+            "nothing more is released.")
+
+def _last_text(err:RunStopped) -> str:
+    last = " The last good iterate is `err.x`." if err.x is not None else ""
+    if err.checkpoint is not None and err.checkpoint[1] is not None and err.fix != _LOSS_FIX:
+        last += f" The last good state (step {err.checkpoint[1]}) is saved in {err.checkpoint[0]}."
+    elif err.checkpoint is not None and err.checkpoint[1] is not None:
+        last += (f" The last good state (step {err.checkpoint[1]}) is saved in {err.checkpoint[0]}; resuming it recomputes the later "
+                 "steps with the same samples and noise, so resume only if the fix leaves the loss's finite values unchanged "
+                 "(otherwise start a new run).")
+    return last
 
 # %% ../nbs/core/04c_faults.ipynb #8257a37c
 def stop_if_nonfinite(t:int, # the step that produced `x`

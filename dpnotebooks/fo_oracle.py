@@ -27,6 +27,26 @@ def _check_sigma(sigma) -> float:
     return float(sigma)
 
 # %% ../nbs/algorithms/12_fo_oracle.ipynb #2d54a0f5
+def _fo_store(self, problem, stream, alpha, period, B1, B2, m, sigma, C2, L, directions, chunk):
+    "Check KLT Alg. 5's hyperparameters (raising with the fix) and store them; L defaults to problem.L."
+    if directions not in ("shared", "independent"):
+        raise ValueError(f"`directions` must be 'shared' or 'independent' (the paper's 2m perturbations). Found {directions!r}.")
+    self.problem, self.stream, self.dim, self.directions = problem, stream, int(problem.dim), directions
+    self.alpha, self.C2 = check_positive("alpha", alpha), check_positive("C2", C2)
+    self.L = check_positive("L", problem.L if L is None else L)
+    self.period, self.B1, self.B2, self.m, self.chunk = (check_count(k, v) for k, v in
+        (("period", period), ("B1", B1), ("B2", B2), ("m", m), ("chunk", chunk)))
+    self.sigma = _check_sigma(sigma)
+
+# %% ../nbs/algorithms/12_fo_oracle.ipynb #66bbc741
+def _fo_start(self, rng):
+    "The state before the first call: streams, a fresh tree, empty clip counts, no running g or previous point."
+    self.rng = make_rng(rng)
+    self.tree = TreeMechanism(self.dim, self.sigma, self.period, rng=self.rng.child(FO_STREAM, 3))
+    self.clip, self.clip_increments = ClipCounter(), ClipCounter()   # all clipping / the C2 clip alone
+    self.t, self.g, self.z_prev = 0, None, None
+
+# %% ../nbs/algorithms/12_fo_oracle.ipynb #47c68dbd
 class KLTFirstOrderOracle(TreeOracle):
     "KLT Alg. 5: clipped gradients at perturbed points, variance-reduced increments, a fresh tree per period (Sec. 6)."
     access = "single-pass"
@@ -44,17 +64,8 @@ class KLTFirstOrderOracle(TreeOracle):
                  directions:str="shared", # 'shared' (same m perturbations at z_t and z_{t−1}) or 'independent' (the paper's 2m)
                  chunk:int=2**22, # max floats per array of perturbed points
                 ):
-        if directions not in ("shared", "independent"):
-            raise ValueError(f"`directions` must be 'shared' or 'independent' (the paper's 2m perturbations). Found {directions!r}.")
-        self.problem, self.stream, self.dim, self.directions = problem, stream, int(problem.dim), directions
-        self.alpha, self.C2 = check_positive("alpha", alpha), check_positive("C2", C2)
-        self.L = check_positive("L", problem.L if L is None else L)
-        self.period, self.B1, self.B2, self.m, self.chunk = (check_count(k, v) for k, v in
-            (("period", period), ("B1", B1), ("B2", B2), ("m", m), ("chunk", chunk)))
-        self.sigma, self.rng = _check_sigma(sigma), make_rng(rng)
-        self.tree = TreeMechanism(self.dim, self.sigma, self.period, rng=self.rng.child(FO_STREAM, 3))
-        self.clip, self.clip_increments = ClipCounter(), ClipCounter()   # all clipping / the C2 clip alone
-        self.t, self.g, self.z_prev = 0, None, None
+        _fo_store(self, problem, stream, alpha, period, B1, B2, m, sigma, C2, L, directions, chunk)
+        _fo_start(self, rng)
 
 # %% ../nbs/algorithms/12_fo_oracle.ipynb #ed953a7f
 def _sensitivities(self) -> tuple:
@@ -99,13 +110,19 @@ def _increments(self, z, batch, t:int) -> tuple:
 KLTFirstOrderOracle._period_start, KLTFirstOrderOracle._increments = _period_start, _increments
 
 # %% ../nbs/algorithms/12_fo_oracle.ipynb #7cebe864
+def _check_fo_call(self, z, t:int):
+    "Refuse a call out of order or a point of the wrong shape; z as a float array on the backend."
+    if t != self.t + 1: raise RuntimeError(f"The oracle must be called with t = 1, 2, … in order: expected t = {self.t + 1}, got {t}.")
+    z = asarray(z).astype(float)
+    if z.shape != (self.dim,): raise ValueError(f"`z` must have shape ({self.dim},). Found {tuple(z.shape)}.")
+    return z
+
+# %% ../nbs/algorithms/12_fo_oracle.ipynb #50b8d618
 def _call(self, z, # the query point z_t, shape (d,)
           t:int, # the step, 1, 2, … in order
          ):
     "g̃_t = g_t + TREE(τ): a clipped gradient mean at τ = 1, g_{t−1} + a clipped increment mean otherwise (KLT Alg. 5)."
-    if t != self.t + 1: raise RuntimeError(f"The oracle must be called with t = 1, 2, … in order: expected t = {self.t + 1}, got {t}.")
-    z = asarray(z).astype(float)
-    if z.shape != (self.dim,): raise ValueError(f"`z` must have shape ({self.dim},). Found {tuple(z.shape)}.")
+    z = _check_fo_call(self, z, t)
     k, tau = period_position(t, self.period)
     if tau == 1:
         _, batch = self.stream.take(self.B1)

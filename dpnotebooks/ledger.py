@@ -54,23 +54,32 @@ class Release(NamedTuple):
     @property
     def mu2(self) -> float|None:
         "Σ μ² of this entry if it is a Gaussian composition (μ = distance of the means in noise stds), else None (sampled)."
-        if self.mechanism != "poisson-gaussian" and self.sampling_rate != 1.0:
-            raise ValueError(f"`sampling_rate` applies only to 'poisson-gaussian' entries. Found {self.sampling_rate!r} on a {self.mechanism!r} entry.")
-        if self.mechanism == "gaussian": return check_count("count", self.count) * (self.sensitivity / self.sigma) ** 2
-        if self.mechanism == "tree": return tree_levels(self.count) * (self.sensitivity / self.sigma) ** 2
-        if self.mechanism == "poisson-gaussian": return None if self.sampling_rate < 1 else self.count * (2 * self.sensitivity / self.sigma) ** 2
-        if self.mechanism == "nonprivate": return math.inf
-        raise ValueError(f"Unknown mechanism {self.mechanism!r}: use 'gaussian', 'tree', 'poisson-gaussian' or 'nonprivate'.")
+        return _release_mu2(self)
 
     @property
     def event(self) -> dp_accounting.DpEvent:
         "This entry as a dp-accounting event for `PLDAccountant(NeighboringRelation.REPLACE_ONE)` (a third party's re-check)."
-        if self.mechanism == "nonprivate": return dp_accounting.NonPrivateDpEvent()
-        if self.mechanism == "poisson-gaussian": return poisson_gaussian_event(self.sigma, self.sensitivity, self.sampling_rate, self.count)
-        self.mu2                                              # validates the entry
-        # REPLACE_ONE's GaussianDpEvent(z) puts the means 2/z apart: z = 2σ/s for means s apart
-        return (gaussian_event if self.mechanism == "gaussian" else tree_event)(2 * self.sigma, self.sensitivity, self.count)
+        return _release_event(self)
 
+# %% ../nbs/privacy/01a_ledger.ipynb #3fc24ffb
+def _release_mu2(r:Release) -> float|None:
+    "Σ μ² of entry `r` (`Release.mu2`); validates the mechanism and the sampling rate."
+    if r.mechanism != "poisson-gaussian" and r.sampling_rate != 1.0:
+        raise ValueError(f"`sampling_rate` applies only to 'poisson-gaussian' entries. Found {r.sampling_rate!r} on a {r.mechanism!r} entry.")
+    if r.mechanism == "gaussian": return check_count("count", r.count) * (r.sensitivity / r.sigma) ** 2
+    if r.mechanism == "tree": return tree_levels(r.count) * (r.sensitivity / r.sigma) ** 2
+    if r.mechanism == "poisson-gaussian": return None if r.sampling_rate < 1 else r.count * (2 * r.sensitivity / r.sigma) ** 2
+    if r.mechanism == "nonprivate": return math.inf
+    raise ValueError(f"Unknown mechanism {r.mechanism!r}: use 'gaussian', 'tree', 'poisson-gaussian' or 'nonprivate'.")
+
+# %% ../nbs/privacy/01a_ledger.ipynb #e969f87b
+def _release_event(r:Release) -> dp_accounting.DpEvent:
+    "Entry `r` as a dp-accounting event (`Release.event`)."
+    if r.mechanism == "nonprivate": return dp_accounting.NonPrivateDpEvent()
+    if r.mechanism == "poisson-gaussian": return poisson_gaussian_event(r.sigma, r.sensitivity, r.sampling_rate, r.count)
+    r.mu2                                              # validates the entry
+    # REPLACE_ONE's GaussianDpEvent(z) puts the means 2/z apart: z = 2σ/s for means s apart
+    return (gaussian_event if r.mechanism == "gaussian" else tree_event)(2 * r.sigma, r.sensitivity, r.count)
 
 # %% ../nbs/privacy/01a_ledger.ipynb #417dc46c
 class Ledger(NamedTuple):
@@ -108,6 +117,7 @@ def addremove_poisson_rdp(q:float, # sampling rate
         out.append(logsumexp(terms) / (a - 1))
     return np.array(out)
 
+# %% ../nbs/privacy/01a_ledger.ipynb #c8eb2dcb
 def replace_one_poisson_rdp(q:float, # sampling rate
                             z:float, # noise multiplier σ/C
                             orders, # Rényi orders α: half-integers ≥ 1.5, so that 2α and 2α − 1 are integers
@@ -115,7 +125,6 @@ def replace_one_poisson_rdp(q:float, # sampling rate
     "RDP of one replace-one Poisson-subsampled Gaussian: Mironov 2017 Prop. 11 (p = 2) through the removed record."
     a = np.asarray(orders, dtype=float)
     return (a - 0.5) / (a - 1) * addremove_poisson_rdp(q, z, 2 * a) + addremove_poisson_rdp(q, z, 2 * a - 1)
-
 
 # %% ../nbs/privacy/01a_ledger.ipynb #feb9b6b7
 def _pld_epsilon(gauss:float, sampled:list, delta:float) -> float:
@@ -129,6 +138,7 @@ def _pld_epsilon(gauss:float, sampled:list, delta:float) -> float:
     for r in sampled: acc.compose(r.event)
     return float(acc.get_epsilon(delta))
 
+# %% ../nbs/privacy/01a_ledger.ipynb #2e5dc911
 def _group_epsilon(entries:tuple, # the releases one record is exposed to
                    delta:float, accountant:str) -> float:
     "ε at δ of `entries` composed, for replace-one neighbours (see the three cases above)."
@@ -140,7 +150,6 @@ def _group_epsilon(entries:tuple, # the releases one record is exposed to
     rdp = gauss * orders / 2 + sum(r.count * replace_one_poisson_rdp(r.sampling_rate, r.sigma / r.sensitivity, orders) for r in sampled)
     eps_rdp = float(compute_epsilon(orders, rdp, delta)[0])
     return min(eps_rdp, _pld_epsilon(gauss, sampled, delta)) if accountant == "pld" else eps_rdp
-
 
 # %% ../nbs/privacy/01a_ledger.ipynb #bd9560d9
 def _group_signature(entries): return tuple(sorted((r.mechanism, r.sensitivity, r.sigma, r.count, r.sampling_rate) for r in entries))
@@ -183,6 +192,7 @@ def _rows(self):
         out.append((mech, f"{s:.4g}", f"{sig:.4g}", (f"{sig / s:.4g}" if s else "-"), count, touches, label))
     return out
 
+# %% ../nbs/privacy/01a_ledger.ipynb #2200bb56
 _HEAD = ("mechanism", "sensitivity", "sigma", "sigma/sens", "count or Σ", "touches", "what")
 
 def _markdown(self) -> str:
@@ -241,6 +251,17 @@ def _search(cost, epsilon:float, hi:float, step:float=2.0) -> float:
         hi, lo = lo, lo / step
     return math.exp(brentq(lambda t: cost(math.exp(t)) - epsilon, math.log(lo), math.log(hi), xtol=1e-6))
 
+# %% ../nbs/privacy/01a_ledger.ipynb #6f851f23
+def _check_accountant(accountant:str):
+    if accountant not in ACCOUNTANTS: raise ValueError(f"`accountant` must be one of {', '.join(map(repr, ACCOUNTANTS))}. Found {accountant!r}.")
+
+def _closed_form_factor(unit:Ledger, mu2:list, epsilon:float, delta:float) -> float:
+    "The factor for the worst group's Σμ² under the Gaussian formula, sampled entries (μ² None in `mu2`) taken at q = 1."
+    full = max(sum(m if m is not None else r.count * (2 * r.sensitivity / r.sigma) ** 2 for r, m in zip(g, ms))
+               for g, ms in zip(unit._worst_groups(), mu2))
+    return math.sqrt(full) / gdp_mu(epsilon, delta)
+
+# %% ../nbs/privacy/01a_ledger.ipynb #b0f2abae
 @functools.lru_cache(maxsize=1024)
 def calibrate_ledger(unit:Ledger, # the releases at unit noise scale: the run's σ's are c times these
                      epsilon:float, # target ε
@@ -248,21 +269,17 @@ def calibrate_ledger(unit:Ledger, # the releases at unit noise scale: the run's 
                      accountant:str=DEFAULT_ACCOUNTANT, # 'pld' or 'rdp'
                     ) -> float:
     "Smallest factor c (rounded up to 7 digits) such that `unit` with every σ multiplied by c spends ≤ ε at δ (replace-one)."
-    _validate_target(epsilon, delta)
-    if accountant not in ACCOUNTANTS: raise ValueError(f"`accountant` must be one of {', '.join(map(repr, ACCOUNTANTS))}. Found {accountant!r}.")
+    _validate_target(epsilon, delta); _check_accountant(accountant)
     cost = lambda c: _scaled(unit, noise=c).spent(delta, accountant)
     mu2 = [[r.mu2 for r in g] for g in unit._worst_groups()]
     if math.inf in sum(mu2, []): raise ValueError("A ledger with a 'nonprivate' entry cannot be calibrated: it has no noise to scale.")
-    full = max(sum(m if m is not None else r.count * (2 * r.sensitivity / r.sigma) ** 2 for r, m in zip(g, ms))
-               for g, ms in zip(unit._worst_groups(), mu2))
-    c = math.sqrt(full) / gdp_mu(epsilon, delta)                           # exact when nothing is sampled (and 'pld')
+    c = _closed_form_factor(unit, mu2, epsilon, delta)                     # exact when nothing is sampled (and 'pld')
     if accountant == "rdp" or any(m is None for ms in mu2 for m in ms):
         c = _search(lambda c: _scaled(unit, noise=c).spent(delta, "rdp"), epsilon, c)   # the RDP bound: cheap, never below the PLD
         if accountant == "pld": c = _search(cost, epsilon, c, step=1.25)               # the PLD refines it downwards
     c = round_up(c)
     while cost(c) > epsilon: c = round_up(c * (1 + 1e-6))
     return c
-
 
 # %% ../nbs/privacy/01a_ledger.ipynb #600977b8
 def check_budget(planned:Ledger, # the releases the run will make
@@ -304,16 +321,16 @@ class Result(NamedTuple):
     seconds: float = 0.0           # wall-clock time
     secure: bool = False           # True: noise from the cryptographic generator (`make_rng(secure=True)`)
 
-    @property
-    def epsilon_spent(self) -> float:
-        "ε spent at the target δ according to the ledger (replace-one neighbours)."
-        return self.ledger.spent(self.delta, self.accountant)
+# %% ../nbs/privacy/01a_ledger.ipynb #d64a1e71
+def _epsilon_spent(self) -> float:
+    "ε spent at the target δ according to the ledger (replace-one neighbours)."
+    return self.ledger.spent(self.delta, self.accountant)
 
-    @property
-    def neighbouring(self) -> str:
-        "The neighbouring relation `epsilon_spent` holds for: replace-one (datasets of the same size differing in one record)."
-        return NEIGHBOURING
+def _neighbouring(self) -> str:
+    "The neighbouring relation `epsilon_spent` holds for: replace-one (datasets of the same size differing in one record)."
+    return NEIGHBOURING
 
+Result.epsilon_spent, Result.neighbouring = property(_epsilon_spent), property(_neighbouring)
 
 # %% ../nbs/privacy/01a_ledger.ipynb #40e811cb
 def _result_summary(self) -> list:
@@ -324,6 +341,7 @@ def _result_summary(self) -> list:
     if self.nonprivate: rows.append(("NOT PRIVATE diagnostics", ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in self.nonprivate.items())))
     return rows
 
+# %% ../nbs/privacy/01a_ledger.ipynb #dccb6b14
 def _result_repr(self) -> str:
     head = "\n".join(f"{k:<24}{v}" for k, v in _result_summary(self))
     return f"Result(dim={len(self.x)})\n{head}\n{repr(self.ledger)}"
@@ -332,6 +350,7 @@ def _result_markdown(self) -> str:
     head = "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in _result_summary(self))
     return f"**Result** (dim {len(self.x)})\n\n{head}\n\n**Ledger** ({NEIGHBOURING} neighbours)\n\n{self.ledger.to_markdown()}"
 
+# %% ../nbs/privacy/01a_ledger.ipynb #cb6cf69e
 def _html_table(rows, head=None) -> str:
     esc = lambda v: str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     h = "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in head) + "</tr>" if head else ""
@@ -341,4 +360,3 @@ Ledger._repr_html_ = lambda self: _html_table(_rows(self), _HEAD)
 Result._repr_html_ = lambda self: (f"<b>Result</b> (dim {len(self.x)})" + _html_table(_result_summary(self))
                                    + f"<b>Ledger</b> ({NEIGHBOURING} neighbours)" + self.ledger._repr_html_())
 Result.__repr__, Result._repr_markdown_ = _result_repr, _result_markdown
-

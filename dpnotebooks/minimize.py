@@ -67,6 +67,12 @@ def _check_inputs(n, d, epsilon, delta, alpha, L, Phi, private=True):
     if alpha > Phi / L:
         raise ValueError(f"The theorems assume alpha <= Phi/L (here {Phi / L:g}). Found alpha = {alpha:g}: use a smaller alpha or check Phi and L.")
 
+# %% ../nbs/planning/30_minimize.ipynb #e8b599a0
+def _plan(algorithm:str, theorem:str, n:int, d:int, epsilon, delta, alpha, beta, L, Phi, params, **rest) -> Plan:
+    "A `Plan` with the fields every recipe shares (ε, δ, α, L, Φ as floats, β as given), then the rest by name."
+    return Plan(algorithm=algorithm, theorem=theorem, n=n, d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha),
+                beta=beta, L=float(L), Phi=float(Phi), params=params, **rest)
+
 # %% ../nbs/planning/30_minimize.ipynb #639b5f41
 def bernstein_m(V:float, # bound on E||X||² of one centred term
                 b:float, # bound on ||X|| of one centred term
@@ -86,7 +92,86 @@ def klt_single_pass_rate(n, d, epsilon, alpha, L=1.0, Phi=1.0) -> float:
     return ((Phi * L**2 * math.sqrt(d) / (n * alpha)) ** (1 / 3) + (Phi * d * L / (n * alpha * epsilon)) ** 0.5
             + (Phi**2 * L**3 * d**1.5 / (n**2 * alpha**2 * epsilon)) ** 0.2)
 
-# %% ../nbs/planning/30_minimize.ipynb #26614341
+# %% ../nbs/planning/30_minimize.ipynb #1c40a75b
+def _klt_single_schedule(n, d, epsilon, alpha, L, Phi, c_D, c_Sigma) -> tuple:
+    "(Σ, T, D) of KLT Thm. 3.1 (001): Σ depends on D(T) and T on Σ, so iterate to a fixed point."
+    period, T, D = 1, max(1, (n - 1) // 2), 0.0
+    for _ in range(50):
+        T = max(1, (n - period) // 2)
+        D = c_D * min((Phi * alpha * epsilon / (d * L * T)) ** 0.5,
+                      (Phi**3 * alpha**2 * epsilon / (d**1.5 * L**3 * T**3)) ** 0.2,
+                      (Phi**2 * alpha / (L**2 * T**2 * math.sqrt(d))) ** (1 / 3))
+        new = max(1, min(T, math.ceil(c_Sigma * ((alpha / (epsilon * D)) ** (2 / 3) + alpha / (D * math.sqrt(d))))))
+        if new == period: break
+        period = new
+    return period, T, D
+
+# %% ../nbs/planning/30_minimize.ipynb #823ff993
+def _fit_T(T:int, period:int, n:int, name:str) -> int:
+    "The largest T' ≤ T whose periods (Σ samples at each start, one per step) fit in n samples; refused if T' = 1 does not."
+    while T > 1 and periodic_samples(T, period, period, 1) > n: T -= 1
+    if periodic_samples(T, period, period, 1) > n:
+        raise InsufficientDataError(f"{name}: n = {n} is too small for even one period of Σ = {period} samples plus one step. Use more data.")
+    return T
+
+# %% ../nbs/planning/30_minimize.ipynb #c93f3785
+def _blocks(T:int, D:float, alpha:float) -> tuple:
+    "(M, D): blocks of M ≤ T steps spanning at most α/4, D shrunk when even M = 1 would not."
+    M = min(T, max(1, math.floor(alpha / (4 * D))))
+    return M, min(D, alpha / (4 * M))                     # M >= 1: when D > α/4 (β > L/2, a vacuous target) a block must still span <= α/4
+
+def _increment_clip(d:int, alpha:float, L:float, D:float) -> tuple:
+    "(L1, τ2, C2): F_α's smoothness, the increments' allowed deviation, and their per-sample clip bound at radius D."
+    L1 = 2 * smoothing_constant(d) * L / alpha            # F_α is L1-smooth (KLT Fact 2.3(iii), sharp constant)
+    tau2 = L1 * D
+    return L1, tau2, 2 * L1 * D + tau2                    # mean increment ≤ L1·||z_t − z_{t−1}|| ≤ 2 L1 D, plus deviation τ2
+
+# %% ../nbs/planning/30_minimize.ipynb #030bc664
+def _zo_increment_bounds(d:int, L:float, D:float, alpha:float, directions:str) -> tuple:
+    "(V, b) of one zeroth-order increment term for `bernstein_m`: shared or independent directions at z_t and z_{t−1}."
+    if directions == "shared": return (2 * d * L * D / alpha) ** 2, 4 * d * L * D / alpha
+    return 2 * zo_term_variance(d, L), 4 * L * d
+
+def _klt_single_m(d, alpha, L, D, tau2, first_order, directions, clip_prob) -> tuple:
+    "(C1, m) of KLT Alg. 3 / 5: the period-start clip bound and the m that makes both clips fire with probability ≤ γ."
+    if first_order:                                        # per-sample gradients clipped to C1 = L: sensitivity 2L/B1 (erratum: not L/B1)
+        V, b = (4 * L**2, 4 * L) if directions == "shared" else (2 * L**2, 4 * L)
+        return L, bernstein_m(V, b, tau2, clip_prob)
+    m1 = bernstein_m(zo_term_variance(d, L), 2 * L * d, L, clip_prob)   # C1 = 2L: ||∇f_α|| ≤ L plus deviation τ1 = L
+    V, b = _zo_increment_bounds(d, L, D, alpha, directions)
+    return 2 * L, max(m1, bernstein_m(V, b, tau2, clip_prob))
+
+# %% ../nbs/planning/30_minimize.ipynb #1a900d77
+def _klt_single_G1(d, L, L1, D, m, period, sigma, first_order) -> float:
+    "G1 = √(L² + V̄), V̄ the oracle's variance bound of KLT Lemma 3.6 / 6.5 with explicit constants."
+    var1 = L**2 / period if first_order else (L**2 + L**2 * d**2 / m) / period
+    step = (2 * L**2 / m if first_order else 2 * L**2 * d**2 / m) + 4 * L1**2 * D**2
+    Vbar = var1 + (period - 1) * step + d * sigma**2 * tree_levels(period)     # Lemma 3.6 / 6.5, explicit constants
+    return math.sqrt(L**2 + Vbar)
+
+# %% ../nbs/planning/30_minimize.ipynb #f8abf7b4
+def _klt_single_params(n, d, epsilon, delta, alpha, L, Phi, first_order, accountant, c_D, c_Sigma, clip_prob, directions, m_max, name):
+    "(`O2NCParams`, what was derived) of KLT Thm. 3.1 / 6.1: schedule, clip bounds, m, the tree's σ and η."
+    period, T, D = _klt_single_schedule(n, d, epsilon, alpha, L, Phi, c_D, c_Sigma)
+    T = _fit_T(T, period, n, name)
+    M, D = _blocks(T, D, alpha)
+    L1, tau2, C2 = _increment_clip(d, alpha, L, D)
+    C1, m_theory = _klt_single_m(d, alpha, L, D, tau2, first_order, directions, clip_prob)
+    m = min(m_theory, m_max) if m_max else m_theory
+    sigma = calibrate_tree(epsilon, delta, max(2 * C1 / period, 2 * C2 / 1), period, accountant)
+    G1 = _klt_single_G1(d, L, L1, D, m, period, sigma, first_order)
+    return (O2NCParams(T=T, D=D, M=M, eta=D / (G1 * math.sqrt(M)), period=period, B1=period, B2=1, m=m, sigma=sigma,
+                       C1=C1, C2=C2, directions=directions), dict(G1=G1, m_theory=m_theory))
+
+def _klt_single_errata(first_order:bool) -> tuple:
+    "The note's errata the single-pass recipe applies: the shared ones, then Alg. 5's or Alg. 3's."
+    errata = ("Alg. 1: binary decomposition, vector noise, fresh tree per period",
+              "Thm. 3.1 (001): Σ has the α/(D√d) term and D the 4th candidate",
+              "sensitivity enforced by per-sample clipping (C1, C2); sigma from the accountant")
+    return errata + (("Alg. 5 / eq. 10: perturbations uniform in the ball", "Lemma 6.3: period-start sensitivity 2L/B1, not L/B1")
+                     if first_order else ("Alg. 3: increment directions on the sphere, not the ball",))
+
+# %% ../nbs/planning/30_minimize.ipynb #7c6f4d45
 def klt_single_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, # data size, dimension, (ε, δ), Goldstein radius α (guarantee at 2α)
                            beta:float|None=None, # target β (None: the best β̂(n) the data allow)
                            L:float=1.0, # per-sample Lipschitz constant (enforced by clipping)
@@ -106,58 +191,55 @@ def klt_single_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float
     name = "klt-first-order" if first_order else "klt-single-pass"
     rate = lambda k: c_rate * klt_single_pass_rate(k, d, epsilon, alpha, L, Phi)
     beta, need, chosen = choose_target(rate, n, beta, name)
-    period, T, D = 1, max(1, (n - 1) // 2), 0.0
-    for _ in range(50):                                   # Σ depends on D(T) and T on Σ: iterate to a fixed point
-        T = max(1, (n - period) // 2)
-        D = c_D * min((Phi * alpha * epsilon / (d * L * T)) ** 0.5,
-                      (Phi**3 * alpha**2 * epsilon / (d**1.5 * L**3 * T**3)) ** 0.2,
-                      (Phi**2 * alpha / (L**2 * T**2 * math.sqrt(d))) ** (1 / 3))
-        new = max(1, min(T, math.ceil(c_Sigma * ((alpha / (epsilon * D)) ** (2 / 3) + alpha / (D * math.sqrt(d))))))
-        if new == period: break
-        period = new
-    while T > 1 and periodic_samples(T, period, period, 1) > n: T -= 1
-    if periodic_samples(T, period, period, 1) > n:
-        raise InsufficientDataError(f"{name}: n = {n} is too small for even one period of Σ = {period} samples plus one step. Use more data.")
-    M = min(T, max(1, math.floor(alpha / (4 * D))))
-    D = min(D, alpha / (4 * M))                           # M >= 1: when D > α/4 (β > L/2, a vacuous target) a block must still span <= α/4
-    L1 = 2 * smoothing_constant(d) * L / alpha            # F_α is L1-smooth (KLT Fact 2.3(iii), sharp constant)
-    tau2 = L1 * D
-    C2 = 2 * L1 * D + tau2                                 # mean increment ≤ L1·||z_t − z_{t−1}|| ≤ 2 L1 D, plus deviation τ2
-    if first_order:
-        C1 = L                                             # per-sample gradients clipped to L: sensitivity 2L/B1 (erratum: not L/B1)
-        V, b = (4 * L**2, 4 * L) if directions == "shared" else (2 * L**2, 4 * L)
-        m = bernstein_m(V, b, tau2, clip_prob)
-    else:
-        C1 = 2 * L                                         # ||∇f_α|| ≤ L plus deviation τ1 = L
-        m1 = bernstein_m(zo_term_variance(d, L), 2 * L * d, L, clip_prob)
-        if directions == "shared": V, b = (2 * d * L * D / alpha) ** 2, 4 * d * L * D / alpha
-        else: V, b = 2 * zo_term_variance(d, L), 4 * L * d
-        m = max(m1, bernstein_m(V, b, tau2, clip_prob))
-    m_theory = m; m = min(m, m_max) if m_max else m
-    s = max(2 * C1 / period, 2 * C2 / 1)
-    sigma = calibrate_tree(epsilon, delta, s, period, accountant)
-    var1 = L**2 / period if first_order else (L**2 + L**2 * d**2 / m) / period
-    step = (2 * L**2 / m if first_order else 2 * L**2 * d**2 / m) + 4 * L1**2 * D**2
-    Vbar = var1 + (period - 1) * step + d * sigma**2 * tree_levels(period)     # Lemma 3.6 / 6.5, explicit constants
-    G1 = math.sqrt(L**2 + Vbar)
-    errata = ("Alg. 1: binary decomposition, vector noise, fresh tree per period",
-              "Thm. 3.1 (001): Σ has the α/(D√d) term and D the 4th candidate",
-              "sensitivity enforced by per-sample clipping (C1, C2); sigma from the accountant")
-    errata += (("Alg. 5 / eq. 10: perturbations uniform in the ball", "Lemma 6.3: period-start sensitivity 2L/B1, not L/B1")
-               if first_order else ("Alg. 3: increment directions on the sphere, not the ball",))
-    return Plan(algorithm=name, theorem="KLT Thm. 6.1 (Alg. 2 + Alg. 5)" if first_order else "KLT Thm. 3.1 (Alg. 2 + Alg. 3)",
-                n=n, d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi),
-                params=O2NCParams(T=T, D=D, M=M, eta=D / (G1 * math.sqrt(M)), period=period, B1=period, B2=1, m=m, sigma=sigma,
-                                  C1=C1, C2=C2, directions=directions),
-                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
-                derivation=dict(c_D=c_D, c_Sigma=c_Sigma, c_rate=c_rate, clip_prob=clip_prob, G1=G1, m_theory=m_theory))
+    params, derived = _klt_single_params(n, d, epsilon, delta, alpha, L, Phi, first_order, accountant, c_D, c_Sigma, clip_prob, directions, m_max, name)
+    return _plan(name, "KLT Thm. 6.1 (Alg. 2 + Alg. 5)" if first_order else "KLT Thm. 3.1 (Alg. 2 + Alg. 3)", n, d, epsilon, delta,
+                 alpha, beta, L, Phi, params, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
+                 errata=_klt_single_errata(first_order), derivation=dict(c_D=c_D, c_Sigma=c_Sigma, c_rate=c_rate, clip_prob=clip_prob, **derived))
 
 # %% ../nbs/planning/30_minimize.ipynb #6c39d57d
 def klt_multi_pass_rate(n, d, epsilon, alpha, L=1.0, Phi=1.0) -> float:
     "β̂(n) of KLT Thm. 4.1 (ERM), constants 1."
     return (math.sqrt(Phi) * L * d**0.75 / (n * epsilon * math.sqrt(alpha))) ** (2 / 3)
 
-# %% ../nbs/planning/30_minimize.ipynb #5fba4c56
+# %% ../nbs/planning/30_minimize.ipynb #de4534f3
+def _klt_multi_schedule(d, alpha, beta, L, Phi, c_D, c_T, max_steps) -> tuple:
+    "(T, D, M, Σ) of KLT Thm. 4.1 with the corrected D = αβ²/L² and T = ΦL²/(αβ³)."
+    D = c_D * alpha * beta**2 / L**2
+    T = max(1, math.ceil(c_T * Phi * L**2 / (alpha * beta**3)))
+    if max_steps is not None and T > max_steps:
+        raise ValueError(f"klt-multi-pass: the plan needs T = {T} full passes over the data (more than max_steps = {max_steps}). "
+                         f"Ask for a larger beta (T scales as 1/beta^3) or raise max_steps.")
+    period = min(T, max(1, round(alpha / (D * math.sqrt(d)))))
+    M, D = _blocks(T, D, alpha)
+    return T, D, M, period
+
+# %% ../nbs/planning/30_minimize.ipynb #8c20ff7b
+def _klt_multi_m(n, d, alpha, L, D, period, tau2, sigma1, sigma2, clip_prob, directions) -> int:
+    "m of KLT Thm. 4.1 (variance), raised so that both clips fire with probability ≤ γ (Lemma 4.3 erratum)."
+    m_var = math.ceil(L**2 * d * period / (n * sigma1**2) + L**2 * d / (n * sigma2**2))   # Thm. 4.1's m (variance)
+    V, b = _zo_increment_bounds(d, L, D, alpha, directions)
+    return max(m_var, bernstein_m(zo_term_variance(d, L), 2 * L * d, L, clip_prob), bernstein_m(V, b, tau2, clip_prob))
+
+def _klt_multi_params(n, d, epsilon, delta, alpha, beta, L, Phi, accountant, c_D, c_T, clip_prob, directions, m_max, max_steps):
+    "(`O2NCParams`, what was derived) of KLT Thm. 4.1: schedule, clip bounds, the Gaussians' σ, m and η."
+    T, D, M, period = _klt_multi_schedule(d, alpha, beta, L, Phi, c_D, c_T, max_steps)
+    L1, tau2, C2 = _increment_clip(d, alpha, L, D)
+    C1 = 2 * L
+    z = calibrate_gaussian(epsilon, delta, 1.0, T, accountant)        # one noise multiplier for all T releases
+    sigma1, sigma2 = z * 2 * C1 / n, z * 2 * C2 / n
+    m_theory = _klt_multi_m(n, d, alpha, L, D, period, tau2, sigma1, sigma2, clip_prob, directions)
+    m = min(m_theory, m_max) if m_max else m_theory
+    Vbar = L**2 * d**2 * (1 + 2 * (period - 1)) / (n * m) + d * (sigma1**2 + (period - 1) * sigma2**2)   # Lemma 4.4, explicit
+    G1 = math.sqrt(L**2 + Vbar)
+    return (O2NCParams(T=T, D=D, M=M, eta=D / (G1 * math.sqrt(M)), period=period, B1=n, B2=n, m=m, sigma=sigma1,
+                       sigma2=sigma2, C1=C1, C2=C2, directions=directions), dict(noise_multiplier=z, G1=G1, m_theory=m_theory))
+
+# %% ../nbs/planning/30_minimize.ipynb #881b6950
+_KLT_MULTI_ERRATA = ("Thm. 4.1: D = αβ²/L² and T = ΦL²/(αβ³) (printed α², α² are typos)",
+                     "Lemma 4.3: m must also make the increments' sensitivity small (enforced by clipping; m = max of both)",
+                     "Alg. 4: increment directions on the sphere, not the ball")
+
+# %% ../nbs/planning/30_minimize.ipynb #f87727dc
 def klt_multi_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float,
                           beta:float|None=None, # target β for the empirical loss F̂ (None: β̂(n))
                           L:float=1.0, Phi:float=1.0, accountant:str=DEFAULT_ACCOUNTANT,
@@ -175,35 +257,9 @@ def klt_multi_pass_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float,
     beta, need, chosen = choose_target(rate, n, beta, "klt-multi-pass")
     if chosen and max_steps is not None:      # the most accurate target that both the data and the step budget allow
         beta = max(beta, (c_T * Phi * L**2 / (alpha * max_steps)) ** (1 / 3) * (1 + 1e-9))
-    D = c_D * alpha * beta**2 / L**2
-    T = max(1, math.ceil(c_T * Phi * L**2 / (alpha * beta**3)))
-    if max_steps is not None and T > max_steps:
-        raise ValueError(f"klt-multi-pass: the plan needs T = {T} full passes over the data (more than max_steps = {max_steps}). "
-                         f"Ask for a larger beta (T scales as 1/beta^3) or raise max_steps.")
-    period = min(T, max(1, round(alpha / (D * math.sqrt(d)))))
-    M = min(T, max(1, math.floor(alpha / (4 * D))))
-    D = min(D, alpha / (4 * M))                           # M >= 1: when D > α/4 (β > L/2, a vacuous target) a block must still span <= α/4
-    L1 = 2 * smoothing_constant(d) * L / alpha
-    tau2 = L1 * D
-    C1, C2 = 2 * L, 2 * L1 * D + tau2
-    z = calibrate_gaussian(epsilon, delta, 1.0, T, accountant)        # one noise multiplier for all T releases
-    sigma1, sigma2 = z * 2 * C1 / n, z * 2 * C2 / n
-    m_var = math.ceil(L**2 * d * period / (n * sigma1**2) + L**2 * d / (n * sigma2**2))   # Thm. 4.1's m (variance)
-    if directions == "shared": V, b = (2 * d * L * D / alpha) ** 2, 4 * d * L * D / alpha
-    else: V, b = 2 * zo_term_variance(d, L), 4 * L * d
-    m = m_theory = max(m_var, bernstein_m(zo_term_variance(d, L), 2 * L * d, L, clip_prob), bernstein_m(V, b, tau2, clip_prob))
-    m = min(m, m_max) if m_max else m
-    Vbar = L**2 * d**2 * (1 + 2 * (period - 1)) / (n * m) + d * (sigma1**2 + (period - 1) * sigma2**2)   # Lemma 4.4, explicit
-    G1 = math.sqrt(L**2 + Vbar)
-    errata = ("Thm. 4.1: D = αβ²/L² and T = ΦL²/(αβ³) (printed α², α² are typos)",
-              "Lemma 4.3: m must also make the increments' sensitivity small (enforced by clipping; m = max of both)",
-              "Alg. 4: increment directions on the sphere, not the ball")
-    return Plan(algorithm="klt-multi-pass", theorem="KLT Thm. 4.1 (Alg. 2 + Alg. 4)", n=n, d=d, epsilon=float(epsilon),
-                delta=float(delta), alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi),
-                params=O2NCParams(T=T, D=D, M=M, eta=D / (G1 * math.sqrt(M)), period=period, B1=n, B2=n, m=m, sigma=sigma1,
-                                  sigma2=sigma2, C1=C1, C2=C2, directions=directions),
-                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
-                derivation=dict(noise_multiplier=z, G1=G1, m_theory=m_theory))
+    params, derived = _klt_multi_params(n, d, epsilon, delta, alpha, beta, L, Phi, accountant, c_D, c_T, clip_prob, directions, m_max, max_steps)
+    return _plan("klt-multi-pass", "KLT Thm. 4.1 (Alg. 2 + Alg. 4)", n, d, epsilon, delta, alpha, beta, L, Phi, params,
+                 rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=_KLT_MULTI_ERRATA, derivation=derived)
 
 # %% ../nbs/planning/30_minimize.ipynb #2527811d
 def ztc_rho(epsilon:float, delta:float) -> float:
@@ -215,7 +271,32 @@ def ztc_rate(n, d, epsilon, delta, alpha, L=1.0, Phi=1.0) -> float:
     A, rho = Phi + L * alpha, ztc_rho(epsilon, delta)
     return (A * d * L**2 / (alpha * n)) ** (1 / 3) + (A * d**1.5 * L / (rho * alpha * n)) ** 0.5
 
-# %% ../nbs/planning/30_minimize.ipynb #4f4e13ca
+# %% ../nbs/planning/30_minimize.ipynb #5bf7e99f
+def _ztc_period(n, d, alpha, L, A, rho, T_rule) -> tuple:
+    "(T1, T2, Σ): ZTC Thm. 4.9's two period lengths and the one `T_rule` picks, at most n/2."
+    T1 = (math.sqrt(d) * L * alpha * n / A) ** (2 / 3); T2 = (d**1.5 * L * alpha * n / (A * rho)) ** 0.5
+    if T_rule not in ("max", "paper_min"): raise ValueError(f"`T_rule` must be 'max' or 'paper_min'. Found {T_rule!r}.")
+    return T1, T2, int(min(max(1, round(max(T1, T2) if T_rule == "max" else min(T1, T2))), n // 2))
+
+# %% ../nbs/planning/30_minimize.ipynb #49f5fd05
+def _ztc_params(n, d, epsilon, delta, alpha, L, Phi, accountant, T_rule, n_dirs) -> tuple:
+    "(`O2NCParams`, what was derived) of ZTC Thm. 4.9: the period, K periods that fit in n, the tree's σ and η."
+    A, rho = Phi + L * alpha, ztc_rho(epsilon, delta)
+    T1, T2, period = _ztc_period(n, d, alpha, L, A, rho, T_rule)
+    B1, B2 = period + 1, 1
+    K = n // (B1 + B2 * (period - 1))
+    if K < 1: raise InsufficientDataError(f"ztc: n = {n} is smaller than one period ({B1 + period - 1} samples). Use more data.")
+    D = alpha / period
+    s = max(2 * d * L / B1, 4 * d * L * D / (B2 * alpha))                # Lemmas 3.1, 3.2 at ||w_t − w_{t−1}|| ≤ 2D
+    sigma = calibrate_tree(epsilon, delta, s, period, accountant)
+    G = math.sqrt(3 * (16 * d * L**2 / B1 + 64 * d * L**2 / (B2 * period) + L**2 + tree_levels(period) * d * sigma**2))
+    return (O2NCParams(T=K * period, D=D, M=period, eta=D / (G * math.sqrt(period)), period=period, B1=B1, B2=B2,
+                       m=int(n_dirs or d), sigma=sigma, restart=True), dict(T1=T1, T2=T2, rho=rho, K=K, T_rule=T_rule, G=G))
+
+# %% ../nbs/planning/30_minimize.ipynb #193ca090
+_ZTC_ERRATA = ("Thm. 4.9: T = max(T1, T2), not min", "Cor. 4.4: tree levels floor(log2 T)+1, not 2 ln T",
+               "guarantee at radius 2·alpha (Cor. 2.3)", "sigma from the accountant at the clipped sensitivity")
+
 def ztc_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float|None=None, L:float=1.0, Phi:float=1.0,
                accountant:str=DEFAULT_ACCOUNTANT,
                c_rate:float=1.0, # constant in front of the rate
@@ -226,25 +307,9 @@ def ztc_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float
     _check_inputs(n, d, epsilon, delta, alpha, L, Phi)
     rate = lambda k: c_rate * ztc_rate(k, d, epsilon, delta, alpha, L, Phi)
     beta, need, chosen = choose_target(rate, n, beta, "ztc")
-    A, rho = Phi + L * alpha, ztc_rho(epsilon, delta)
-    T1 = (math.sqrt(d) * L * alpha * n / A) ** (2 / 3); T2 = (d**1.5 * L * alpha * n / (A * rho)) ** 0.5
-    if T_rule not in ("max", "paper_min"): raise ValueError(f"`T_rule` must be 'max' or 'paper_min'. Found {T_rule!r}.")
-    period = int(min(max(1, round(max(T1, T2) if T_rule == "max" else min(T1, T2))), n // 2))
-    B1, B2 = period + 1, 1
-    K = n // (B1 + B2 * (period - 1))
-    if K < 1: raise InsufficientDataError(f"ztc: n = {n} is smaller than one period ({B1 + period - 1} samples). Use more data.")
-    D = alpha / period
-    s = max(2 * d * L / B1, 4 * d * L * D / (B2 * alpha))                # Lemmas 3.1, 3.2 at ||w_t − w_{t−1}|| ≤ 2D
-    sigma = calibrate_tree(epsilon, delta, s, period, accountant)
-    G = math.sqrt(3 * (16 * d * L**2 / B1 + 64 * d * L**2 / (B2 * period) + L**2 + tree_levels(period) * d * sigma**2))
-    errata = ("Thm. 4.9: T = max(T1, T2), not min", "Cor. 4.4: tree levels floor(log2 T)+1, not 2 ln T",
-              "guarantee at radius 2·alpha (Cor. 2.3)", "sigma from the accountant at the clipped sensitivity")
-    return Plan(algorithm="ztc", theorem="ZTC Thm. 4.9 (Alg. 3 + 4 + 5)", n=n, d=d, epsilon=float(epsilon), delta=float(delta),
-                alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi),
-                params=O2NCParams(T=K * period, D=D, M=period, eta=D / (G * math.sqrt(period)), period=period, B1=B1, B2=B2,
-                                  m=int(n_dirs or d), sigma=sigma, restart=True),
-                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
-                errata=errata, derivation=dict(T1=T1, T2=T2, rho=rho, K=K, T_rule=T_rule, G=G))
+    params, derived = _ztc_params(n, d, epsilon, delta, alpha, L, Phi, accountant, T_rule, n_dirs)
+    return _plan("ztc", "ZTC Thm. 4.9 (Alg. 3 + 4 + 5)", n, d, epsilon, delta, alpha, beta, L, Phi, params,
+                 rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=_ZTC_ERRATA, derivation=derived)
 
 # %% ../nbs/planning/30_minimize.ipynb #e45d4422
 def _naive_bound(T, n, d, alpha, L, Phi, B, rho):
@@ -263,7 +328,22 @@ def naive_rate(n, d, epsilon, delta, alpha, L=1.0, Phi=1.0, B=None, private=True
     B = B or (max(1, round(d**1.5 / rho)) if private else 1)
     return _naive_bound(_naive_T(n, d, alpha, L, Phi, B, rho), n, d, alpha, L, Phi, B, rho)
 
-# %% ../nbs/planning/30_minimize.ipynb #2da0f567
+# %% ../nbs/planning/30_minimize.ipynb #84656bbe
+_NAIVE_ERRATA = ("App. E: sigma for sensitivity 2dL/B (printed dL/(B rho))", "T minimizes the explicit bound (printed min rule)")
+
+def _naive_params(n, d, epsilon, delta, alpha, L, Phi, accountant, B, rho, private, name) -> tuple:
+    "(`O2NCParams`, what was derived) of the naive O2NC: K periods of T steps of B samples, a Gaussian per step, η."
+    period = _naive_T(n, d, alpha, L, Phi, B, rho)
+    K = n // (B * period)
+    if K < 1: raise InsufficientDataError(f"{name}: n = {n} is smaller than one period of {B * period} samples. Use more data.")
+    D = alpha / period
+    s = 2 * d * L / B
+    sigma = calibrate_gaussian(epsilon, delta, s, 1, accountant) if private else 0.0
+    G = math.sqrt(L**2 + zo_term_variance(d, L) / B + d * sigma**2)
+    return (O2NCParams(T=K * period, D=D, M=period, eta=D / (G * math.sqrt(period)), period=period, B1=B, B2=B, m=1,
+                       sigma=sigma, restart=True), dict(K=K, rho=rho, G=G))
+
+# %% ../nbs/planning/30_minimize.ipynb #ec245a7c
 def naive_recipe(n:int, d:int, epsilon:float|None, delta:float|None, alpha:float, beta:float|None=None, L:float=1.0,
                  Phi:float=1.0, accountant:str=DEFAULT_ACCOUNTANT, c_rate:float=1.0,
                  B:int|None=None, # batch per step (default max(1, round(d^{3/2}/ρ)); the paper: 1)
@@ -276,24 +356,12 @@ def naive_recipe(n:int, d:int, epsilon:float|None, delta:float|None, alpha:float
     B = int(B or (max(1, round(d**1.5 / rho)) if private else 1))
     rate = lambda k: c_rate * _naive_bound(_naive_T(k, d, alpha, L, Phi, B, rho), k, d, alpha, L, Phi, B, rho)
     beta, need, chosen = choose_target(rate, n, beta, name)
-    period = _naive_T(n, d, alpha, L, Phi, B, rho)
-    K = n // (B * period)
-    if K < 1: raise InsufficientDataError(f"{name}: n = {n} is smaller than one period of {B * period} samples. Use more data.")
-    D = alpha / period
-    s = 2 * d * L / B
-    sigma = calibrate_gaussian(epsilon, delta, s, 1, accountant) if private else 0.0
-    G = math.sqrt(L**2 + zo_term_variance(d, L) / B + d * sigma**2)
-    errata = ("App. E: sigma for sensitivity 2dL/B (printed dL/(B rho))", "T minimizes the explicit bound (printed min rule)") if private else ()
-    return Plan(algorithm=name,
-                theorem="ZTC App. E (Alg. 3 + Alg. 6)" if private else "Kornowski & Shamir 2023 (O2NC + two-point estimator)",
-                n=n, d=d, epsilon=float(epsilon) if private else math.inf, delta=float(delta) if private else 0.0,
-                alpha=float(alpha), beta=beta, L=float(L), Phi=float(Phi),
-                params=O2NCParams(T=K * period, D=D, M=period, eta=D / (G * math.sqrt(period)), period=period, B1=B, B2=B, m=1,
-                                  sigma=sigma, restart=True),
-                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
-                derivation=dict(K=K, rho=rho, G=G))
+    params, derived = _naive_params(n, d, epsilon, delta, alpha, L, Phi, accountant, B, rho, private, name)
+    return _plan(name, "ZTC App. E (Alg. 3 + Alg. 6)" if private else "Kornowski & Shamir 2023 (O2NC + two-point estimator)", n, d,
+                 epsilon if private else math.inf, delta if private else 0.0, alpha, beta, L, Phi, params, rate=rate(n),
+                 n_required=need, beta_chosen=chosen, accountant=accountant, errata=_NAIVE_ERRATA if private else (), derivation=derived)
 
-# %% ../nbs/planning/30_minimize.ipynb #5eb66ba7
+# %% ../nbs/planning/30_minimize.ipynb #b8c8f6e0
 def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float|None=None, L:float=1.0, Phi:float=1.0,
                  accountant:str=DEFAULT_ACCOUNTANT,
                  batch_size:int|None=None, # default max(16, round(√n))
@@ -306,15 +374,13 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:flo
     _check_inputs(n, d, epsilon, delta, alpha, L, Phi)
     b = int(min(n, batch_size or max(16, round(math.sqrt(n)))))
     steps = max(1, epochs * (n // b))
-    unit = dpsgd_releases(n, steps, b, L, 1.0, sampling)
-    sigma = calibrate_ledger(unit, epsilon, delta, accountant)
+    sigma = calibrate_ledger(dpsgd_releases(n, steps, b, L, 1.0, sampling), epsilon, delta, accountant)
     rate = lambda k: klt_single_pass_rate(k, d, epsilon, alpha, L, Phi)
-    return Plan(algorithm="dp-sgd", theorem="DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n=n, d=d,
-                epsilon=float(epsilon), delta=float(delta), alpha=float(alpha), beta=float(beta) if beta else rate(n),
-                L=float(L), Phi=float(Phi),
-                params=DPSGDParams(T=steps, batch=b, eta=float(lr or 0.5 * alpha), C=L, sigma=sigma, sampling=sampling),
-                rate=rate(n), n_required=n_for_rate(rate, float(beta) if beta else rate(n)), beta_chosen=beta is None,
-                accountant=accountant, errata=("per-sample clipping to L; sigma from the accountant",), derivation=dict(epochs=epochs))
+    target = float(beta) if beta else rate(n)
+    return _plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, epsilon, delta, alpha, target, L, Phi,
+                 DPSGDParams(T=steps, batch=b, eta=float(lr or 0.5 * alpha), C=L, sigma=sigma, sampling=sampling),
+                 rate=rate(n), n_required=n_for_rate(rate, target), beta_chosen=beta is None, accountant=accountant,
+                 errata=("per-sample clipping to L; sigma from the accountant",), derivation=dict(epochs=epochs))
 
 # %% ../nbs/planning/30_minimize.ipynb #ef49a1e1
 def _o2nc_releases(build, problem, plan, step:int|None=None) -> Ledger:
@@ -346,7 +412,7 @@ def o2nc_algorithm(name:str, summary:str, recipe:Callable, # as in `Algorithm`
                      private=private, access=access, ledger_at=partial(_o2nc_releases, build) if private else None,
                      params=O2NCParams, build=build)
 
-# %% ../nbs/planning/30_minimize.ipynb #110953ab
+# %% ../nbs/planning/30_minimize.ipynb #192759ff
 def _stream(problem, rng): return DataStream(problem.data, rng=rng.child(DATA_STREAM))
 
 def _build_klt_single(problem, plan, rng):
@@ -367,6 +433,7 @@ def _build_klt_fo(problem, plan, rng):
     return KLTFirstOrderOracle(problem, s, plan.alpha, o.period, o.B1, o.B2, o.m, o.sigma, o.C2, L=plan.L,
                                rng=rng.child(ORACLE_STREAM), directions=o.directions), s
 
+# %% ../nbs/planning/30_minimize.ipynb #20887108
 def _build_ztc(problem, plan, rng):
     from dpnotebooks.ztc_oracle import ZTCOracle
     s, o = _stream(problem, rng), plan.params
@@ -377,6 +444,7 @@ def _build_naive(problem, plan, rng):
     s = _stream(problem, rng)
     return ZTCNaiveOracle(problem, s, plan.alpha, plan.params.B2, plan.params.sigma, L=plan.L, rng=rng.child(ORACLE_STREAM)), s
 
+# %% ../nbs/planning/30_minimize.ipynb #0cf339f0
 _fo = lambda *a, **k: klt_single_pass_recipe(*a, first_order=True, **k)
 _nonprivate = lambda n, d, epsilon, delta, *a, **k: naive_recipe(n, d, None, None, *a, private=False, **k)
 for _alg in (
@@ -493,7 +561,7 @@ def _diagnostics(res, diagnostics:str|None, algorithm:str, L:float):
     warn_clipping(np_.get("clipped_fraction", 0.0), CLIP_WARN_ABOVE, f"{algorithm}'s per-sample quantities", L=L, stacklevel=3)
     return res._replace(nonprivate=np_)
 
-# %% ../nbs/planning/30_minimize.ipynb #4fb2c7ea
+# %% ../nbs/planning/30_minimize.ipynb #0eca8b8b
 def run_fingerprint(problem, algorithm:str, plan, x0, seed) -> dict:
     "Content hashes of what defines a run (data, problem, algorithm, plan, x0, seed, backend, version): a checkpoint resumes only the same run."
     from dpnotebooks import __version__
@@ -502,6 +570,7 @@ def run_fingerprint(problem, algorithm:str, plan, x0, seed) -> dict:
                 algorithm=algorithm, plan=content_hash(repr(plan)), x0=content_hash(to_numpy(x0)), seed=repr(seed),
                 backend=f"{get_backend()}/{get_dtype()}", version=__version__)
 
+# %% ../nbs/planning/30_minimize.ipynb #ccffe639
 def _checkpointer(problem, algorithm, plan, x0, seed, rng, checkpoint, checkpoint_every, resume, checkpoint_info):
     "The run's `Checkpointer` (a step counter when no path is given); on resume, the root RNG comes back from the file."
     if checkpoint is None:
@@ -520,7 +589,32 @@ def _ck_report(ck) -> dict|None:
     return dict(path=str(ck.path), every=ck.every, saves=ck.saves, last_step=ck.saved_step, bytes=ck.bytes, seconds=ck.seconds,
                 resumed_from=int(ck.loaded.meta["step"]) if ck.loaded is not None else None)
 
-# %% ../nbs/planning/30_minimize.ipynb #7dedb614
+# %% ../nbs/planning/30_minimize.ipynb #5c7115e1
+def _check_call(problem, diagnostics):
+    "What `minimize` checks before it plans: a known `diagnostics` value, and the loss's shapes on a zero batch."
+    if diagnostics not in DIAGNOSTICS:
+        raise ValueError(f"`diagnostics` must be None (the default: nothing computed on the private data is returned) or 'nonprivate'. Found {diagnostics!r}.")
+    from dpnotebooks.problems import check_loss
+    check_loss(problem)                                   # shapes, on a zero batch: no data read, nothing spent
+
+# %% ../nbs/planning/30_minimize.ipynb #8febe0c9
+def _prepared(problem, algorithm:str, plan, x0, seed, secure:bool, accountant:str) -> tuple:
+    "(alg, rng, x0, ledger): the registry entry, the root RNG, the checked x0, and the planned ledger, checked against the budget."
+    alg, rng = ALGORITHMS[algorithm], make_rng(seed, secure=secure)
+    x0 = problem.x0 if x0 is None else _check_x0(x0, problem.dim)
+    ledger = alg.planned(problem, plan) if alg.planned is not None else _nonprivate_ledger()
+    if alg.private: check_budget(ledger, plan.epsilon, plan.delta, accountant)     # the one budget check: before any data is read
+    return alg, rng, x0, ledger
+
+# %% ../nbs/planning/30_minimize.ipynb #3c07999c
+def _result(out:RunOutput, ledger, plan, alg, rng, seed, accountant:str, delta, ck, t0:float) -> Result:
+    "The `Result` of a finished run (before `_diagnostics` strips or labels its non-private counts)."
+    trace = dict(out.trace, checkpoint=_ck_report(ck))
+    return Result(out.x, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
+                  rng.seeded, seed, accountant, out.samples_used, out.max_uses, out.nonprivate, trace,
+                  time.perf_counter() - t0, rng.secure)
+
+# %% ../nbs/planning/30_minimize.ipynb #5fd2cf1f
 def minimize(problem, # a `Problem` with its data
              algorithm:str="klt-single-pass", # a name from `list_algorithms()`
              epsilon:float|None=None, # target ε > 0
@@ -542,40 +636,23 @@ def minimize(problem, # a `Problem` with its data
             ) -> Result:
     "Plan, price, refuse or run a registered algorithm; returns a `Result` with the point and its privacy report."
     t0 = time.perf_counter()
-    if diagnostics not in DIAGNOSTICS:
-        raise ValueError(f"`diagnostics` must be None (the default: nothing computed on the private data is returned) or 'nonprivate'. Found {diagnostics!r}.")
-    from dpnotebooks.problems import check_loss
-    check_loss(problem)                                   # shapes, on a zero batch: no data read, nothing spent
+    _check_call(problem, diagnostics)
     plan = plan_run(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, **overrides)
-    alg, rng = ALGORITHMS[algorithm], make_rng(seed, secure=secure)
-    x0 = problem.x0 if x0 is None else _check_x0(x0, problem.dim)
-    ledger = alg.planned(problem, plan) if alg.planned is not None else _nonprivate_ledger()
-    if alg.private: check_budget(ledger, plan.epsilon, plan.delta, accountant)     # the one budget check: before any data is read
+    alg, rng, x0, ledger = _prepared(problem, algorithm, plan, x0, seed, secure, accountant)
     ck, rng = _checkpointer(problem, algorithm, plan, x0, seed, rng, checkpoint, checkpoint_every, resume, checkpoint_info)
-    if alg.private and alg.ledger_at is not None: ck.ledger_at = lambda s: alg.ledger_at(problem, plan, s)
     out = _run(alg, problem, plan, rng, x0, progress, ck, ledger)
-    trace = dict(out.trace, checkpoint=_ck_report(ck))
-    return _diagnostics(Result(out.x, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
-                               rng.seeded, seed, accountant, out.samples_used, out.max_uses, out.nonprivate, trace,
-                               time.perf_counter() - t0, rng.secure), diagnostics, algorithm, problem.L)
+    return _diagnostics(_result(out, ledger, plan, alg, rng, seed, accountant, delta, ck, t0), diagnostics, algorithm, problem.L)
 
-# %% ../nbs/planning/30_minimize.ipynb #62cf278b
+# %% ../nbs/planning/30_minimize.ipynb #782c76c7
 def _run(alg, problem, plan, rng, x0, progress, ck, ledger) -> RunOutput:
     "`alg.run` with the faults of every algorithm handled alike: a fault mid-run is a `RunStopped` with its step and exact ledger."
+    if alg.private and alg.ledger_at is not None: ck.ledger_at = lambda s: alg.ledger_at(problem, plan, s)
     try:
         with ck, np.errstate(all="ignore"):      # floating-point warnings on the private data would leak; NaN and inf are zeroed instead
             out = alg.run(problem, plan, rng, x0, progress, ck)
     except Exception as err:
         if ck.loop is None: raise                   # refusals and bad input: raised before the loop began, nothing was released
-        if isinstance(err, RunStopped): stop = err                        # a NaN or inf iterate, at its step (`stop_if_nonfinite`)
-        elif isinstance(err, CheckpointWriteError): stop = RunStopped.write_failed(err)   # step err.step done and released
-        else: stop = RunStopped(ck.step + 1, None, f"the loss or the algorithm raised {type(err).__name__}: {err}")
-        stop.algorithm = alg.name
-        if alg.private and ck.ledger_at is not None:
-            stop.ledger = ck.ledger_at(stop.step); stop.epsilon_spent = stop.ledger.spent(plan.delta, plan.accountant)
-        elif alg.private: stop.epsilon_spent, stop.at_most = plan.epsilon, True
-        else: stop.ledger, stop.epsilon_spent = _nonprivate_ledger(), None
-        stop.checkpoint = (ck.path, ck.saved_step) if ck.path is not None else None
+        stop = _stopped(err, alg, plan, ck)
         if stop is err: raise
         raise stop from err
     if not np.all(np.isfinite(to_numpy(out.x))):
@@ -583,6 +660,20 @@ def _run(alg, problem, plan, rng, x0, progress, ck, ledger) -> RunOutput:
                          ledger=ledger, epsilon_spent=ledger.spent(plan.delta, plan.accountant) if alg.private else None,
                          algorithm=alg.name)
     return out
+
+# %% ../nbs/planning/30_minimize.ipynb #de6ea850
+def _stopped(err:Exception, alg, plan, ck) -> RunStopped:
+    "A fault mid-run as a `RunStopped`: its step, the exact ledger of what was released by then, and the last checkpoint."
+    if isinstance(err, RunStopped): stop = err                        # a NaN or inf iterate, at its step (`stop_if_nonfinite`)
+    elif isinstance(err, CheckpointWriteError): stop = RunStopped.write_failed(err)   # step err.step done and released
+    else: stop = RunStopped(ck.step + 1, None, f"the loss or the algorithm raised {type(err).__name__}: {err}")
+    stop.algorithm = alg.name
+    if alg.private and ck.ledger_at is not None:
+        stop.ledger = ck.ledger_at(stop.step); stop.epsilon_spent = stop.ledger.spent(plan.delta, plan.accountant)
+    elif alg.private: stop.epsilon_spent, stop.at_most = plan.epsilon, True
+    else: stop.ledger, stop.epsilon_spent = _nonprivate_ledger(), None
+    stop.checkpoint = (ck.path, ck.saved_step) if ck.path is not None else None
+    return stop
 
 # %% ../nbs/planning/30_minimize.ipynb #705dfb91
 def _dpsgd_ledger_at(plan, step:int) -> Ledger:

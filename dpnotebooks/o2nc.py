@@ -137,6 +137,21 @@ class O2NCState(NamedTuple):
     S: np.ndarray            # s_t ~ U[0, 1], drawn up front (data-independent): kept, so an unseeded run resumes with its own draws
     k: int                   # the output block, drawn up front (data-independent)
 
+# %% ../nbs/algorithms/10_o2nc.ipynb #62c05aa4
+def _o2nc_start(x0, T:int, D:float, eta:float, M:int, keep, rng, record:bool) -> tuple:
+    "Check `keep` and `x0`; the learner, K = ⌊T/M⌋, the stride of the kept blocks and the state before step 1."
+    if keep is not None and not (isinstance(keep, (int, np.integer)) and keep >= 1): raise ValueError(f"`keep` must be None or a positive integer. Found {keep!r}.")
+    xp, rng = get_xp(), make_rng(rng)
+    x = asarray(x0).astype(float).copy()
+    if x.ndim != 1 or not bool(xp.all(xp.isfinite(x))): raise ValueError(f"`x0` must be a finite vector of shape (d,). Found shape {tuple(x.shape)}.")
+    d, K, learner = x.shape[0], T // M, ProjectedOGD(float(D), float(eta))
+    stride = 1 if keep is None or K <= keep else -(-K // keep)
+    s0 = O2NCState(x, learner.init(d), xp.zeros((-(-K // stride), d)), xp.zeros(d), np.zeros(T), np.zeros((T, d)) if record else None,
+                   np.zeros((T, d)) if record else None, to_numpy(rng.child(O2NC_STREAM, 1).uniform(T)),
+                   int(to_numpy(rng.child(O2NC_STREAM, 2).integers(0, K, 1))[0]))
+    return learner, K, stride, s0
+
+# %% ../nbs/algorithms/10_o2nc.ipynb #5381cf20
 def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
          x0, # initial point, shape (d,)
          T:int, # number of steps (oracle calls)
@@ -153,15 +168,7 @@ def o2nc(oracle:Callable, # g̃ = oracle(z, t), t = 1..T in order (an `Oracle`)
         ) -> O2NCOutput:
     "Online-to-nonconvex conversion with projected OGD (KLT Alg. 2; ZTC Alg. 3 with `restart_every`)."
     _check_o2nc_args(T, D, eta, M, restart_every)
-    if keep is not None and not (isinstance(keep, (int, np.integer)) and keep >= 1): raise ValueError(f"`keep` must be None or a positive integer. Found {keep!r}.")
-    xp, rng = get_xp(), make_rng(rng)
-    x = asarray(x0).astype(float).copy()
-    if x.ndim != 1 or not bool(xp.all(xp.isfinite(x))): raise ValueError(f"`x0` must be a finite vector of shape (d,). Found shape {tuple(x.shape)}.")
-    d, K, learner = x.shape[0], T // M, ProjectedOGD(float(D), float(eta))
-    stride = 1 if keep is None or K <= keep else -(-K // keep)
-    s0 = O2NCState(x, learner.init(d), xp.zeros((-(-K // stride), d)), xp.zeros(d), np.zeros(T), np.zeros((T, d)) if record else None,
-                   np.zeros((T, d)) if record else None, to_numpy(rng.child(O2NC_STREAM, 1).uniform(T)),
-                   int(to_numpy(rng.child(O2NC_STREAM, 2).integers(0, K, 1))[0]))
+    learner, K, stride, s0 = _o2nc_start(x0, T, D, eta, M, keep, rng, record)
     step = partial(_o2nc_step, oracle=oracle, learner=learner, M=M, K=K, stride=stride, restart_every=restart_every, callback=callback)
     problem = getattr(oracle, "problem", None)
     s, _ = run_loop("o2nc", s0, step, T, checkpoint=checkpoint, progress=progress, live=(oracle,),

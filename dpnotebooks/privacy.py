@@ -135,6 +135,22 @@ def compose_events(*events:DpEvent) -> DpEvent:
     return ComposedDpEvent(list(events))
 
 # %% ../nbs/privacy/01_privacy.ipynb #ec64af50
+def _compose_gaussian(acc, event, count:int, do_compose:bool):
+    "`GaussianAccountant._maybe_compose`: walk `event`, adding count/z² to `acc.mu2` per Gaussian; error details if not Gaussian."
+    if isinstance(event, NoOpDpEvent): return None
+    if isinstance(event, SelfComposedDpEvent): return _compose_gaussian(acc, event.event, event.count * count, do_compose)
+    if isinstance(event, ComposedDpEvent):
+        return next((err for e in event.events if (err := _compose_gaussian(acc, e, count, do_compose)) is not None), None)
+    if isinstance(event, (GaussianDpEvent, NonPrivateDpEvent)):
+        if not do_compose: return None
+        if isinstance(event, NonPrivateDpEvent) or event.noise_multiplier == 0: acc.nonprivate = True
+        else: acc.mu2 += count / event.noise_multiplier ** 2
+        return None
+    return PrivacyAccountant.CompositionErrorDetails(invalid_event=event, error_message=(
+        "GaussianAccountant prices Gaussian releases only; price Poisson-sampled releases through a `Ledger` "
+        "(dpnotebooks.ledger), which knows their replace-one geometry, or use accountant='rdp'."))
+
+# %% ../nbs/privacy/01_privacy.ipynb #d4224b7c
 class GaussianAccountant(PrivacyAccountant):
     "Exact accountant for adaptive compositions of Gaussian releases: μ² adds up (Dong, Roth & Su 2022, Cor. 3.3)."
     def __init__(self):
@@ -142,18 +158,7 @@ class GaussianAccountant(PrivacyAccountant):
         self.mu2, self.nonprivate = 0.0, False
 
     def _maybe_compose(self, event, count:int, do_compose:bool):
-        if isinstance(event, NoOpDpEvent): return None
-        if isinstance(event, SelfComposedDpEvent): return self._maybe_compose(event.event, event.count * count, do_compose)
-        if isinstance(event, ComposedDpEvent):
-            return next((err for e in event.events if (err := self._maybe_compose(e, count, do_compose)) is not None), None)
-        if isinstance(event, (GaussianDpEvent, NonPrivateDpEvent)):
-            if not do_compose: return None
-            if isinstance(event, NonPrivateDpEvent) or event.noise_multiplier == 0: self.nonprivate = True
-            else: self.mu2 += count / event.noise_multiplier ** 2
-            return None
-        return self.CompositionErrorDetails(invalid_event=event, error_message=(
-            "GaussianAccountant prices Gaussian releases only; price Poisson-sampled releases through a `Ledger` "
-            "(dpnotebooks.ledger), which knows their replace-one geometry, or use accountant='rdp'."))
+        return _compose_gaussian(self, event, count, do_compose)
 
     def get_epsilon(self, target_delta:float) -> float:
         return math.inf if self.nonprivate else gdp_epsilon(math.sqrt(self.mu2), target_delta)
@@ -161,7 +166,6 @@ class GaussianAccountant(PrivacyAccountant):
     def get_delta(self, target_epsilon:float) -> float:
         if self.nonprivate: return 1.0
         return 0.0 if self.mu2 == 0 else _gaussian_delta(1.0, check_positive("epsilon", target_epsilon), math.sqrt(self.mu2))
-
 
 # %% ../nbs/privacy/01_privacy.ipynb #5f889a45
 RDP_ORDERS = tuple(sorted(set(DEFAULT_RDP_ORDERS) | {float(a) for a in np.round(np.geomspace(64, 1e5, 60), 3)}))
@@ -191,6 +195,7 @@ def round_up(x:float, digits:int=7) -> float:
     scale = 10.0 ** (digits - 1 - math.floor(math.log10(x)))
     return math.ceil(x * scale) / scale
 
+# %% ../nbs/privacy/01_privacy.ipynb #c8d68d09
 def calibrate(make_event:Callable[[float], DpEvent], # sigma -> the DpEvent of the whole run at noise sigma
               epsilon:float, # target epsilon
               delta:float, # target delta in (0, 1)
@@ -248,6 +253,7 @@ def composition_sensitivity(specs:list, # [(kind, sensitivity, count_or_length),
         total += _RELEASE_WEIGHTS[kind](n) * check_positive("sensitivity", s) ** 2
     return math.sqrt(total)
 
+# %% ../nbs/privacy/01_privacy.ipynb #57e60204
 def calibrate_composition(specs:list, # [(kind, sensitivity, count_or_length), ...] with kind 'gaussian' or 'tree'
                           epsilon:float, # target epsilon
                           delta:float, # target delta in (0, 1)

@@ -12,7 +12,7 @@ import numpy as np
 from .backend import get_xp, asarray, to_numpy, make_rng
 
 # %% auto #0
-__all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'PROBLEMS', 'Dataset', 'normalize_rows', 'with_data', 'scale_records',
+__all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'PROBLEMS', 'Dataset', 'normalize_rows', 'scale_records', 'with_data',
            'load_sklearn', 'load_file', 'check_points', 'Problem', 'LinearModel', 'RobustRegression', 'PhaseRetrieval',
            'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle', 'saddle_base', 'saddle_base_grad',
            'list_problems', 'get_problem', 'check_loss']
@@ -55,6 +55,7 @@ def _labels(y01, labels:str):
     if labels == "01": return y01
     raise ValueError(f"`labels` must be 'pm1' or '01'. Found {labels!r}.")
 
+# %% ../nbs/core/04_problems.ipynb #78262a99
 # Fixed public constants for breast-cancer: each feature's mean and standard deviation over the 569 records of the public
 # dataset, computed once and written here (4 digits). They do not move when a record of the data passed in changes.
 BREAST_CANCER_MEAN = (14.13, 19.29, 91.97, 654.9, 0.09636, 0.1043, 0.0888, 0.04892, 0.1812, 0.0628, 0.4052, 1.217, 2.866, 40.34,
@@ -64,17 +65,17 @@ BREAST_CANCER_STD = (3.521, 4.297, 24.28, 351.6, 0.01405, 0.05277, 0.07965, 0.03
                      45.45, 0.003, 0.01789, 0.03016, 0.006165, 0.008259, 0.002644, 4.829, 6.141, 33.57, 568.9, 0.02281, 0.1572,
                      0.2084, 0.06567, 0.06181, 0.01805)
 
-def with_data(problem, data):
-    "The same loss, constants and x0 on other data (a shallow copy with `data` replaced): e.g. a held-out split."
-    import copy
-    q = copy.copy(problem); q.data = data
-    return q
-
 def scale_records(X, center, scale, max_norm:float=1.0):
     "(x − center)/scale/√p per record, then projected into the ball of radius `max_norm`: a per-record map with fixed constants."
     X = np.asarray(X, dtype=float)
     return normalize_rows((X - np.asarray(center)) / np.asarray(scale) / math.sqrt(X.shape[1]), max_norm)
 
+# %% ../nbs/core/04_problems.ipynb #f1556850
+def with_data(problem, data):
+    "The same loss, constants and x0 on other data (a shallow copy with `data` replaced): e.g. a held-out split."
+    import copy
+    q = copy.copy(problem); q.data = data
+    return q
 
 # %% ../nbs/core/04_problems.ipynb #67de6353
 def load_sklearn(name:str, # 'breast-cancer' or 'digits'
@@ -111,6 +112,7 @@ def _read_csv(path:Path) -> np.ndarray:
     if width < 2: raise ValueError(f"{path.name} has one column: it needs features and a last column y.")
     return np.asarray(rows, dtype=float)
 
+# %% ../nbs/core/04_problems.ipynb #d3b66024
 def load_file(path:str|Path, # a .npz with arrays X and y, or a .csv whose last column is y
               max_norm:float=1.0, # rows are projected into the ball of this radius
              ) -> Dataset:
@@ -141,16 +143,21 @@ def check_points(X, dim:int, name:str="X", each:bool=False):
     return X
 
 # %% ../nbs/core/04_problems.ipynb #f79d2134
+def _check_problem_args(data, L):
+    "The data must be a non-empty `Dataset` and the declared Lipschitz constant a positive finite number."
+    if not isinstance(data, Dataset): raise TypeError(f"`data` must be a `Dataset` (features A (n, p), targets y (n,)). Found {type(data).__name__}.")
+    if len(data) == 0: raise ValueError("The dataset is empty (n = 0): a private run needs samples. Check the file or the filter that built it.")
+    if not (isinstance(L, (int, float, np.integer, np.floating)) and math.isfinite(L) and L > 0):
+        raise ValueError(f"The declared Lipschitz constant `L` must be a positive finite number. Found {L!r}.")
+
+# %% ../nbs/core/04_problems.ipynb #8b5b74f5
 class Problem:
     "A per-sample loss f(x; ξ) on a dataset, vectorized over points and samples (KLT Assumption 2.2)."
     name = "problem"
     summary = ""
     convex = smooth = False
     def __init__(self, data:Dataset, dim:int, L:float, x0, smoothness=None, hessian_lipschitz=None):
-        if not isinstance(data, Dataset): raise TypeError(f"`data` must be a `Dataset` (features A (n, p), targets y (n,)). Found {type(data).__name__}.")
-        if len(data) == 0: raise ValueError("The dataset is empty (n = 0): a private run needs samples. Check the file or the filter that built it.")
-        if not (isinstance(L, (int, float, np.integer, np.floating)) and math.isfinite(L) and L > 0):
-            raise ValueError(f"The declared Lipschitz constant `L` must be a positive finite number. Found {L!r}.")
+        _check_problem_args(data, L)
         self.data, self.dim, self.L = data, int(dim), float(L)
         self.smoothness, self.hessian_lipschitz = smoothness, hessian_lipschitz
         self.x0 = check_points(asarray(x0)[None], self.dim, "x0")[0]

@@ -114,16 +114,14 @@ def _by_recipe(algorithm, sosp=False, **constants):
     if sosp: return lambda d, epsilon, delta, alpha, beta: recipe_samples(algorithm, d, epsilon, delta, beta, None, **constants)
     return lambda d, epsilon, delta, alpha, beta: recipe_samples(algorithm, d, epsilon, delta, alpha, beta, **constants)
 
-# %% ../nbs/planning/71_which_algorithm.ipynb #de723a51
+# %% ../nbs/planning/71_which_algorithm.ipynb #7f9ff061
 _K, _Z, _A, _L = "klt-nsnc.md §6", "ztc-zeroth-order.md §7", "abggmu-stationary.md §7", "lt-sosp.md §6"
 _x = lambda n, d, e: math.sqrt(d) / (n * e)
 
-def rate_rows(rank:int=5, # public rank bound for the GLM row
-             ) -> list:
-    "Every row of the rate table (the notes' prior-work tables; implemented rows through their recipes)."
+def _klt_rows() -> list:
+    "Nonsmooth, Goldstein (α, β): KLT's theorems (the implemented ones through their recipes)."
     R = RateRow
     return [
-        # nonsmooth, Goldstein (α, β)
         R("KLT (001) Thm 3.1, single pass", "goldstein", "both", "zeroth", True, "upper", "√d/(αβ³) + d/(εαβ²)",
           f"{_K}, row KLT (001) Thm 3.1 / 6.1", _by_recipe("klt-single-pass"), "klt-single-pass"),
         R("KLT (001) Thm 6.1, first order", "goldstein", "both", "first", True, "upper", "√d/(αβ³) + d/(εαβ²)",
@@ -135,6 +133,13 @@ def rate_rows(rank:int=5, # public rank bound for the GLM row
           _by_count(lambda d, e, dl, a, b: 1 / (a * b**3) + d / (e * a * b**2) + d**0.75 / (e**0.5 * a * b**2.5))),
         R("KLT App. C Thm C.5 (exponential time)", "goldstein", "ERM", "zeroth", True, "upper", "d^{2/3}/(εα^{1/3}β)",
           f"{_K}, row KLT App. C/B", _by_count(lambda d, e, dl, a, b: d ** (2 / 3) / (e * a ** (1 / 3) * b))),
+    ]
+
+# %% ../nbs/planning/71_which_algorithm.ipynb #045bdcb6
+def _o2nc_rows() -> list:
+    "Nonsmooth, Goldstein (α, β): ZTC, its naive baseline, and prior (mostly non-private) methods."
+    R = RateRow
+    return [
         R("ZTC Thm 4.9 (Zhang, Tran, Cutkosky 2024)", "goldstein", "both", "zeroth", True, "upper", "d/(αβ³) + d^{3/2}/(εαβ²)",
           f"{_Z}, row THIS PAPER; {_K}, row Zhang, Tran, Cutkosky", _by_recipe("ztc"), "ztc"),
         R("ZTC App. E, naive private O2NC", "goldstein", "both", "zeroth", True, "upper", "d/(αβ³) + d^{3/2}/(ραβ³)",
@@ -149,7 +154,13 @@ def rate_rows(rank:int=5, # public rank bound for the GLM row
           f"{_Z}, row Lin, Zheng, Jordan 2022", _by_count(lambda d, e, dl, a, b: d**1.5 / b**4 + d**1.5 / (a * b**4))),
         R("Zhang et al. 2020, INGD", "goldstein", "both", "first", False, "upper", "1/(αβ⁴)",
           f"{_Z}, row Zhang et al. 2020", _by_count(lambda d, e, dl, a, b: 1 / (a * b**4))),
-        # smooth, gradient norm β
+    ]
+
+# %% ../nbs/planning/71_which_algorithm.ipynb #e071480b
+def _gradient_nonconvex_rows() -> list:
+    "Smooth, ||∇F|| ≤ β, nonconvex: ABGGMU Thm 1 and 4 against prior work and lower bounds."
+    R = RateRow
+    return [
         R("ABGGMU Thm 1, private SpiderBoost", "gradient", "ERM", "first", True, "upper", "x^{2/3}",
           f"{_A}, row Nonconvex, empirical", _by_recipe("abggmu-spider"), "abggmu-spider"),
         R("Wang, Ye, Xu 2017 (WYX17)", "gradient", "ERM", "first", True, "upper", "x^{1/2}",
@@ -164,11 +175,24 @@ def rate_rows(rank:int=5, # public rank bound for the GLM row
           f"{_A}, row Nonconvex, population (prior)", _by_rate(lambda n, d, e, dl, a: math.sqrt(d) * e + _x(n, d, e) ** 0.5)),
         R("Arjevani et al. (ACD+19), non-private", "gradient", "population", "first", False, "lower", "n^{-1/3}",
           f"{_A}, row Non-private stochastic oracle LB", _by_count(lambda d, e, dl, a, b: b**-3)),
+    ]
+
+# %% ../nbs/planning/71_which_algorithm.ipynb #2484de6d
+def _gradient_convex_glm_rows(rank:int) -> list:
+    "Smooth, ||∇F|| ≤ β: ABGGMU Thm 5 (convex) and Cor. 1 (GLM with a public rank bound)."
+    R = RateRow
+    return [
         R("ABGGMU Thm 5, convex", "gradient", "population", "first", True, "upper", "1/√n + √d/(nε) (optimal)",
           f"{_A}, row Convex, population", _by_recipe("abggmu-convex"), "abggmu-convex"),
         R(f"ABGGMU Cor 1, GLM (rank {rank})", "gradient", "ERM", "first", True, "upper", "(√rank/(nε))^{2/3} (+ 1/√n)",
           f"{_A}, row Nonconvex GLM", _by_recipe("abggmu-glm", rank=rank), "abggmu-glm"),
-        # smooth, second-order stationary points (α = β)
+    ]
+
+# %% ../nbs/planning/71_which_algorithm.ipynb #2ce6952f
+def _sosp_rows() -> list:
+    "Smooth, α-SOSP (α = β): LT Thm 3.17 (recipe and rate) and prior work."
+    R = RateRow
+    return [
         R("LT Thm 3.17, adaptive batches (recipe, calibrated)", "sosp", "population", "second", True, "upper", "n^{-1/3} + x^{1/2}",
           f"{_L}, row this paper (Thm 3.17)", _by_recipe("lt-sosp", sosp=True, M=1.0, rho=1.0), "lt-sosp"),
         R("LT Thm 3.17 (the note's rate, constants 1)", "sosp", "population", "second", True, "upper", "n^{-1/3} + x^{1/2}",
@@ -183,6 +207,12 @@ def rate_rows(rank:int=5, # public rank bound for the GLM row
           f"{_L}, row population via ERM", _by_rate(lambda n, d, e, dl, a: math.sqrt(d / n) + _x(n, d, e) ** (2 / 3))),
     ]
 
+# %% ../nbs/planning/71_which_algorithm.ipynb #4f87ee3d
+def rate_rows(rank:int=5, # public rank bound for the GLM row
+             ) -> list:
+    "Every row of the rate table (the notes' prior-work tables; implemented rows through their recipes)."
+    return _klt_rows() + _o2nc_rows() + _gradient_nonconvex_rows() + _gradient_convex_glm_rows(rank) + _sosp_rows()
+
 # %% ../nbs/planning/71_which_algorithm.ipynb #93f80883
 def rate_table(d:int=100, epsilon:float=1.0, delta:float=1e-6,
                alpha:float=0.1, # Goldstein radius of the nonsmooth rows
@@ -196,6 +226,7 @@ def rate_table(d:int=100, epsilon:float=1.0, delta:float=1e-6,
     if not 0 < delta < 1: raise ValueError(f"`delta` must be in (0, 1). Found {delta!r}.")
     return [dict(r._asdict(), samples=r.samples(int(d), float(epsilon), float(delta), float(alpha), float(beta))) for r in rate_rows(rank)]
 
+# %% ../nbs/planning/71_which_algorithm.ipynb #b46c801d
 def _fmt_n(n): return "∞" if not math.isfinite(n) else (f"{n:.0f}" if n < 1e5 else f"{n:.2e}")
 
 def rate_markdown(table:list) -> str:
@@ -219,6 +250,7 @@ def required_n_grid(over:str="d", # 'd' or 'epsilon'
     rows = [dict(r, samples=[t[i]["samples"] for t in tables]) for i, r in enumerate(tables[0])]
     return dict(over=over, values=list(values), fixed=dict(d=d, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, rank=rank), rows=rows)
 
+# %% ../nbs/planning/71_which_algorithm.ipynb #e434aa57
 def plot_required_n(grid:dict, axes=None):
     "Required n against the grid's variable, one log-log panel per target."
     import matplotlib.pyplot as plt

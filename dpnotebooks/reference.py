@@ -25,6 +25,14 @@ class Trace(NamedTuple):
     seconds: float      # wall-clock time of the run
 
 # %% ../nbs/core/06_reference.ipynb #173a2ef2
+def _sgd_step(problem, x, t:int, batch_size:int, lr:float, alpha:float, rng):
+    "x_{t+1} = x_t − η/√(t+1) · (first-order smoothed gradient on a minibatch of `batch_size` drawn with replacement)."
+    batch = problem.data[to_numpy(rng.integers(0, len(problem.data), batch_size))]
+    return x - lr / math.sqrt(t + 1) * fo_smoothed_grad(problem, x, batch, alpha, m=1, rng=rng)
+
+def _full_loss(problem, x) -> float: return float(to_numpy(problem.loss(x[None]))[0])
+
+# %% ../nbs/core/06_reference.ipynb #4f7e2a68
 def smoothed_sgd(problem, # a `Problem` with `grad_each`
                  alpha:float=0.05, # smoothing radius α
                  steps:int=500, # number of SGD steps T
@@ -37,13 +45,11 @@ def smoothed_sgd(problem, # a `Problem` with `grad_each`
                 ) -> Trace:
     "Non-private minibatch SGD on F_α with first-order smoothed gradients (reference baseline)."
     if steps < 1 or batch_size < 1: raise ValueError(f"`steps` and `batch_size` must be positive. Found {steps}, {batch_size}.")
-    rng = make_rng(rng); n = len(problem.data); t0 = time.perf_counter()
+    rng = make_rng(rng); t0 = time.perf_counter()
     x = asarray(problem.x0 if x0 is None else x0)
     rec_steps, rec_losses = [], []
     for t in tqdm(range(steps + 1), disable=not progress, desc="reference SGD"):
-        if t % record_every == 0 or t == steps:
-            rec_steps.append(t); rec_losses.append(float(to_numpy(problem.loss(x[None]))[0]))
+        if t % record_every == 0 or t == steps: rec_steps.append(t); rec_losses.append(_full_loss(problem, x))
         if t == steps: break
-        batch = problem.data[to_numpy(rng.integers(0, n, batch_size))]
-        x = x - lr / math.sqrt(t + 1) * fo_smoothed_grad(problem, x, batch, alpha, m=1, rng=rng)
+        x = _sgd_step(problem, x, t, batch_size, lr, alpha, rng)
     return Trace(np.array(rec_steps), np.array(rec_losses), to_numpy(x), time.perf_counter() - t0)

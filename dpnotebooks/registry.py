@@ -65,6 +65,7 @@ def n_for_rate(rate:Callable[[float], float], # n -> the predicted accuracy β̂
     while n > 1 and rate(n - 1) <= beta: n -= 1
     return n
 
+# %% ../nbs/planning/29_registry.ipynb #f26c3618
 def choose_target(rate:Callable[[float], float], # n -> β̂(n), the recipe's rate with its constants
                   n:int, # the data size
                   beta:float|None, # the requested β (None: the best the data allow, β̂(n))

@@ -34,21 +34,36 @@ def run_loop(name:str, # the loop's name: checkpoints record it, the progress ba
              iterate:Callable=lambda s: s.x, # the state's point, checked for NaN and inf after every step
             ) -> tuple: # (the last state, why it stopped: None when all steps ran)
     "Run `step` from `first` to `T` with checkpoints, progress, the non-finite stop and `RunStopped` handled alike for every algorithm."
+    ck, state, start = _start(checkpoint, name, state, first, T, externals, live)
+    for t in _step_range(name, start, first, T, progress):
+        state, why = _one_step(step, state, t, iterate)
+        if why is not None: return state, why
+        _tick_or_stop(ck, t, first, state, live, iterate)
+    return state, None
+
+# %% ../nbs/core/04d_run_loop.ipynb #cc0fedc5
+def _start(checkpoint, name:str, state, first:int, T:int, externals, live:tuple) -> tuple:
+    "(checkpointer, state, first step to run): the given ones for a fresh run, the saved ones on resume."
     ck = checkpoint or Checkpointer()
     saved = ck.begin(name, T - first + 1, externals or {})
     start = first
     if saved is not None:                                # resume: the state, and the live objects restored in place
         state, start = saved["state"], saved["t"] + 1
         for obj, s in zip(live, saved["live"]): restore_into(obj, s)
+    return ck, state, start
+
+def _step_range(name:str, start:int, first:int, T:int, progress:bool):
+    "The steps still to run, wrapped in a tqdm bar that counts from `first` when `progress`."
     steps = range(start, T + 1)
     if progress:
         from tqdm.auto import tqdm; steps = tqdm(steps, desc=name, leave=False, total=T - first + 1, initial=start - first)
-    for t in steps:
-        state, why = _one_step(step, state, t, iterate)
-        if why is not None: return state, why
-        try: ck.tick(t - first + 1, lambda: dict(t=t, state=state, live=list(live)))
-        except CheckpointWriteError as err: raise RunStopped.write_failed(err, to_numpy(iterate(state))) from err
-    return state, None
+    return steps
+
+# %% ../nbs/core/04d_run_loop.ipynb #24754dfc
+def _tick_or_stop(ck, t:int, first:int, state, live:tuple, iterate):
+    "Tick `ck` after step t (the run's (t − first + 1)-th); a failed save becomes `RunStopped.write_failed`."
+    try: ck.tick(t - first + 1, lambda: dict(t=t, state=state, live=list(live)))
+    except CheckpointWriteError as err: raise RunStopped.write_failed(err, to_numpy(iterate(state))) from err
 
 # %% ../nbs/core/04d_run_loop.ipynb #3612398f
 def _one_step(step, state, t, iterate) -> tuple:

@@ -24,13 +24,14 @@ __all__ = ['spider_rate', 'spider_n_min', 'SpiderParams', 'spider_recipe', 'tree
            'tree_spider_recipe', 'convex_rate', 'convex_schedule', 'ConvexParams', 'convex_recipe', 'GLMParams',
            'glm_recipe']
 
-# %% ../nbs/planning/32_smooth_algorithms.ipynb #14ccd5e1
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #e7512304
 def _check_smooth(n, d, epsilon, delta, L, Phi, L1):
     if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"`n` must be an integer >= 2. Found {n!r}.")
     if not (isinstance(d, (int, np.integer)) and d >= 1): raise ValueError(f"`d` must be a positive integer. Found {d!r}.")
     check_positive("epsilon", epsilon); check_delta(delta)
     for name, v in (("L", L), ("Phi", Phi), ("L1", L1)): check_positive(name, v)
 
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #a901722b
 def _first_n(ok, n_max:int=10**12) -> int:
     "Smallest n ≥ 2 with ok(n) (doubling, then bisection; ok is monotone up to rounding, then a local scan)."
     hi = 2
@@ -44,6 +45,7 @@ def _first_n(ok, n_max:int=10**12) -> int:
         else: lo = mid
     return hi
 
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #9355f1c7
 def _smooth_target(rate, n, beta, name, theorem, n_min):
     "Like `choose_target`, and also refuse when n is below the theorem's own condition n_min."
     if n < n_min:
@@ -52,6 +54,12 @@ def _smooth_target(rate, n, beta, name, theorem, n_min):
                                     f"Use at least {need} samples or a larger epsilon.")
     beta, need, chosen = choose_target(rate, n, beta, name)
     return beta, max(need, n_min), chosen
+
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #3a7a6c7c
+def _smooth_plan(algorithm:str, theorem:str, n:int, d:int, epsilon, delta, alpha, beta, L, Phi, params, **rest) -> Plan:
+    "A `Plan` with the fields every smooth recipe shares (ε, δ, α or 0, L, Φ as floats, β as given), then the rest by name."
+    return Plan(algorithm=algorithm, theorem=theorem, n=n, d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0),
+                beta=beta, L=float(L), Phi=float(Phi), params=params, **rest)
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #25591934
 def spider_rate(n, d, epsilon, delta, L0=1.0, L1=1.0, F0=1.0) -> float:
@@ -77,7 +85,22 @@ class SpiderParams(NamedTuple):
     L1: float               # PUBLIC smoothness bound: differences clipped to min(L1||Δw||, 2L0)
     NOISE = ("z",); FREE = ("eta",)
 
-# %% ../nbs/planning/32_smooth_algorithms.ipynb #025211ce
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #2d76df60
+_SPIDER_ERRATA = ("Thm 9: q = ⌊n²ε²/(T d log(1/δ))⌋ without L1² (erratum 1)", "Thm 8: batch sums divided by b, not n (erratum 3)",
+                  "Poisson batches priced for replace-one (PLD); the multipliers in Alg. 1's ratio z1/z2, the constant c from the accountant",
+                  "η = min{1/(2L1), 1/(2τ2√q)}: Lemma 3 needs qτ2²η² ≤ 1/4, which Thm 9's 1/(2L1) breaks once c > 1",
+                  "sensitivity enforced by clipping: gradients to L0, differences to min(L1||Δw||, 2L0)")
+
+def _spider_params(n, d, epsilon, delta, L, L1, Phi, accountant) -> tuple:
+    "(`SpiderParams`, what was derived) of ABGGMU Thm 9: the schedule, the accountant's multiplier z and Lemma 3's step."
+    s = spiderboost_parameters(n, d, epsilon, delta, L, L1, Phi)
+    _, sigma2 = calibrate_spiderboost(epsilon, delta, n, s["T"], s["q"], s["b1"], s["b2"], L, L1, accountant)
+    z = sigma2 * s["b2"] / L1                                         # the differences' multiplier; checkpoints get z·ratio
+    eta = spiderboost_step_size(L1, s["q"], s["b2"], d, sigma2)       # Thm 9's 1/(2L1), shrunk to meet Lemma 3
+    return (SpiderParams(T=s["T"], q=s["q"], b1=s["b1"], b2=s["b2"], eta=eta, z=z, L0=float(L), L1=float(L1)),
+            dict(eta_thm9=s["eta"], noise_ratio=spider_noise_ratio(n, s["T"], s["q"], s["b1"], s["b2"])))
+
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #2a1cdd1f
 def spider_recipe(n:int, d:int, epsilon:float, delta:float,
                   alpha:float|None=None, # unused: the losses are smooth (kept for `plan_run`'s signature)
                   beta:float|None=None, # target full-batch gradient norm ||∇F(w̄;S)|| (None: the rate β̂(n))
@@ -91,21 +114,12 @@ def spider_recipe(n:int, d:int, epsilon:float, delta:float,
     _check_smooth(n, d, epsilon, delta, L, Phi, L1)
     rate = lambda k: c_rate * spider_rate(k, d, epsilon, delta, L, L1, Phi)
     beta, need, chosen = _smooth_target(rate, n, beta, "abggmu-spider", "ABGGMU Thm 9", spider_n_min(d, epsilon, delta, L, L1, Phi))
-    s = spiderboost_parameters(n, d, epsilon, delta, L, L1, Phi)
-    _, sigma2 = calibrate_spiderboost(epsilon, delta, n, s["T"], s["q"], s["b1"], s["b2"], L, L1, accountant)
-    z = sigma2 * s["b2"] / L1                                         # the differences' multiplier; checkpoints get z·ratio
-    eta = spiderboost_step_size(L1, s["q"], s["b2"], d, sigma2)       # Thm 9's 1/(2L1), shrunk to meet Lemma 3
-    errata = ("Thm 9: q = ⌊n²ε²/(T d log(1/δ))⌋ without L1² (erratum 1)", "Thm 8: batch sums divided by b, not n (erratum 3)",
-              "Poisson batches priced for replace-one (PLD); the multipliers in Alg. 1's ratio z1/z2, the constant c from the accountant",
-              "η = min{1/(2L1), 1/(2τ2√q)}: Lemma 3 needs qτ2²η² ≤ 1/4, which Thm 9's 1/(2L1) breaks once c > 1",
-              "sensitivity enforced by clipping: gradients to L0, differences to min(L1||Δw||, 2L0)")
-    return Plan(algorithm="abggmu-spider", theorem="ABGGMU Thm 1 / Thm 9 (arXiv Alg. 1, Private SpiderBoost)", n=n, d=d,
-                epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0), beta=beta, L=float(L), Phi=float(Phi),
-                params=SpiderParams(T=s["T"], q=s["q"], b1=s["b1"], b2=s["b2"], eta=eta, z=z, L0=float(L), L1=float(L1)),
-                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
-                derivation=dict(c_rate=c_rate, eta_thm9=s["eta"], noise_ratio=spider_noise_ratio(n, s["T"], s["q"], s["b1"], s["b2"])))
+    params, derived = _spider_params(n, d, epsilon, delta, L, L1, Phi, accountant)
+    return _smooth_plan("abggmu-spider", "ABGGMU Thm 1 / Thm 9 (arXiv Alg. 1, Private SpiderBoost)", n, d, epsilon, delta, alpha, beta,
+                        L, Phi, params, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=_SPIDER_ERRATA,
+                        derivation=dict(c_rate=c_rate, **derived))
 
-# %% ../nbs/planning/32_smooth_algorithms.ipynb #ad9b0d8d
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #b3e031c2
 def _spider_sigmas(plan) -> tuple:
     "(σ1, σ2) of a plan: multiplier z on the differences, ratio·z on the checkpoints (the ratio from the plan's schedule)."
     p = plan.params
@@ -118,6 +132,7 @@ def _spider_ledger(plan, steps:int|None=None) -> Ledger:
     p = plan.params
     return spiderboost_releases(plan.n, p.T if steps is None else steps, p.q, p.b1, p.b2, *_spider_sigmas(plan), p.L0, p.L1)
 
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #f4365d2c
 def _check_L1(problem, L1, name):
     s = getattr(problem, "smoothness", None)
     if s is None: raise ValueError(f"{name} needs a smooth problem with a declared smoothness; {type(problem).__name__} has none.")
@@ -159,7 +174,25 @@ class TreeSpiderParams(NamedTuple):
     step_after_last_leaf: bool = True  # erratum 5: step after the last leaf of a round
     NOISE = ("z",); FREE = ("alpha_tilde",)
 
-# %% ../nbs/planning/32_smooth_algorithms.ipynb #0c215740
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #08d6e5fa
+def _tree_spider_params(n, d, epsilon, delta, L, L1, Phi, p, beta, alpha_tilde, accountant, step_after_last_leaf) -> tuple:
+    "(`TreeSpiderParams`, what was derived) of ABGGMU Thm 4: its settings, the stop threshold α̃ and the nodes' multiplier."
+    s = tree_spider_parameters(n, d, epsilon, delta, L, L1, Phi, p)
+    at = beta / 3 if alpha_tilde is None else (s["alpha_tilde"] if alpha_tilde == "paper" else check_positive("alpha_tilde", alpha_tilde))
+    z = calibrate_ledger(tree_spider_releases(s["D"], s["b"], s["beta"], L, 2 * L / s["b"], 2 * s["beta"] * 2 ** (s["D"] / 2) / s["b"]),
+                          epsilon, delta, accountant)                  # every node: the same multiplier σ/sensitivity
+    return (TreeSpiderParams(T=s["T"], depth=s["D"], b=s["b"], beta_step=s["beta"], alpha_tilde=float(at), z=z,
+                             L0=float(L), L1=float(L1), step_after_last_leaf=step_after_last_leaf),
+            dict(alpha_thm=s["alpha"], step_length=s["beta"] / (2 ** (s["D"] / 2) * L1),
+                 samples=s["T"] * tree_samples_per_round(s["D"], s["b"])))
+
+def _tree_spider_errata(step_after_last_leaf:bool) -> tuple:
+    "The errata the tree recipe applies (whether it steps after a round's last leaf is the user's choice)."
+    return ("Thm 4: β = α·min{1, ε√(b/d)} (erratum 4)", "Thm 4: b = max{n^{2/3}, √n d^{1/4}/√ε}, rounded to D·2^(D+1)",
+            f"step after the last leaf: {step_after_last_leaf} (erratum 5)", "stop threshold α̃ exposed (the paper's C̃α is vacuous)",
+            "sensitivity enforced by clipping to the planned bounds; replace-one, parallel composition over disjoint nodes")
+
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #69b7d115
 def tree_spider_recipe(n:int, d:int, epsilon:float, delta:float,
                        alpha:float|None=None, # unused: the losses are smooth (kept for `plan_run`'s signature)
                        beta:float|None=None, # target population gradient norm ||∇F(w;D)|| (None: the rate β̂(n))
@@ -177,20 +210,10 @@ def tree_spider_recipe(n:int, d:int, epsilon:float, delta:float,
     rate = lambda k: c_rate * tree_spider_rate(k, d, epsilon, L)
     n_min = _first_n(lambda k: _tree_ok(k, d, epsilon, delta, L, L1, Phi))
     beta, need, chosen = _smooth_target(rate, n, beta, "abggmu-tree-spider", "ABGGMU Thm 4", n_min)
-    s = tree_spider_parameters(n, d, epsilon, delta, L, L1, Phi, p)
-    at = beta / 3 if alpha_tilde is None else (s["alpha_tilde"] if alpha_tilde == "paper" else check_positive("alpha_tilde", alpha_tilde))
-    z = calibrate_ledger(tree_spider_releases(s["D"], s["b"], s["beta"], L, 2 * L / s["b"], 2 * s["beta"] * 2 ** (s["D"] / 2) / s["b"]),
-                          epsilon, delta, accountant)                  # every node: the same multiplier σ/sensitivity
-    errata = ("Thm 4: β = α·min{1, ε√(b/d)} (erratum 4)", "Thm 4: b = max{n^{2/3}, √n d^{1/4}/√ε}, rounded to D·2^(D+1)",
-              f"step after the last leaf: {step_after_last_leaf} (erratum 5)", "stop threshold α̃ exposed (the paper's C̃α is vacuous)",
-              "sensitivity enforced by clipping to the planned bounds; replace-one, parallel composition over disjoint nodes")
-    return Plan(algorithm="abggmu-tree-spider", theorem="ABGGMU Thm 3 / Thm 4 (arXiv Alg. 2, tree-based private Spider)", n=n,
-                d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0), beta=beta, L=float(L), Phi=float(Phi),
-                params=TreeSpiderParams(T=s["T"], depth=s["D"], b=s["b"], beta_step=s["beta"], alpha_tilde=float(at), z=z,
-                                        L0=float(L), L1=float(L1), step_after_last_leaf=step_after_last_leaf),
-                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=errata,
-                derivation=dict(alpha_thm=s["alpha"], step_length=s["beta"] / (2 ** (s["D"] / 2) * L1),
-                                samples=s["T"] * tree_samples_per_round(s["D"], s["b"])))
+    params, derived = _tree_spider_params(n, d, epsilon, delta, L, L1, Phi, p, beta, alpha_tilde, accountant, step_after_last_leaf)
+    return _smooth_plan("abggmu-tree-spider", "ABGGMU Thm 3 / Thm 4 (arXiv Alg. 2, tree-based private Spider)", n, d, epsilon, delta,
+                        alpha, beta, L, Phi, params, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
+                        errata=_tree_spider_errata(step_after_last_leaf), derivation=derived)
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #182d804c
 def _tree_ledger(plan) -> Ledger:
@@ -250,7 +273,12 @@ class ConvexParams(NamedTuple):
     warm_start: bool = False   # NoisyGD starts stage t at w̄_{t−1} (default 0, as printed)
     NOISE = ("z",); FREE = ("warm_start",)
 
-# %% ../nbs/planning/32_smooth_algorithms.ipynb #692f5560
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #2b9e7a7d
+_CONVEX_ERRATA = ("Alg. 3: loop t = 1..T (T stages)", "σ_t uses the stage size m = ⌊n/T⌋, not n, and K_t, not K_t² (erratum 6)",
+                  "λ = L0²/(L1R²)·min(1/n, d/(nε)²) (the square on R)", "K_t from Lemma D.3 with μ_t = (2^t−1)λ, capped at K_max",
+                  "per-sample gradients clipped to L0; stages on disjoint chunks (parallel composition)")
+
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #88e1abe3
 def convex_recipe(n:int, d:int, epsilon:float, delta:float,
                   alpha:float|None=None, # unused: the losses are smooth (kept for `plan_run`'s signature)
                   beta:float|None=None, # target population gradient norm (None: the rate β̂(n))
@@ -268,18 +296,13 @@ def convex_recipe(n:int, d:int, epsilon:float, delta:float,
     rate = lambda k: c_rate * convex_rate(k, d, epsilon, L)
     beta, need, chosen = choose_target(rate, n, beta, "abggmu-convex")
     s = convex_schedule(n, d, epsilon, delta, L, L1, radius, K_max)
-    plan = Plan(algorithm="abggmu-convex", theorem="ABGGMU Thm 5 (Alg. 3 + Alg. 7, recursive regularization with NoisyGD)", n=n,
-                d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha or 0.0), beta=beta, L=float(L), Phi=float(Phi),
-                params=ConvexParams(T=s["T"], m=s["m"], lam=s["lam"], K=s["K"], R=float(radius), z=1.0, L0=float(L), L1=float(L1),
-                                    warm_start=warm_start),
-                rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
-                errata=("Alg. 3: loop t = 1..T (T stages)", "σ_t uses the stage size m = ⌊n/T⌋, not n, and K_t, not K_t² (erratum 6)",
-                 "λ = L0²/(L1R²)·min(1/n, d/(nε)²) (the square on R)", "K_t from Lemma D.3 with μ_t = (2^t−1)λ, capped at K_max",
-                 "per-sample gradients clipped to L0; stages on disjoint chunks (parallel composition)"),
-                derivation=dict(K_theory=s["K_theory"]))
+    params = ConvexParams(T=s["T"], m=s["m"], lam=s["lam"], K=s["K"], R=float(radius), z=1.0, L0=float(L), L1=float(L1), warm_start=warm_start)
+    plan = _smooth_plan("abggmu-convex", "ABGGMU Thm 5 (Alg. 3 + Alg. 7, recursive regularization with NoisyGD)", n, d, epsilon, delta,
+                        alpha, beta, L, Phi, params, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
+                        errata=_CONVEX_ERRATA, derivation=dict(K_theory=s["K_theory"]))
     return plan.tune(z=calibrate_ledger(_convex_ledger(plan), epsilon, delta, accountant))     # the plan was built at z = 1
 
-# %% ../nbs/planning/32_smooth_algorithms.ipynb #aa1306ed
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #282302a8
 def _convex_sigmas(plan) -> list:
     "σ_t = z·(2L0/m)·√K_t: K_t Gaussian releases of sensitivity 2L0/m are one Gaussian of multiplier z, every stage alike."
     p = plan.params
@@ -291,6 +314,7 @@ def _convex_ledger(plan, stages:int|None=None) -> Ledger:
     full = recursive_regularization_releases(p.T * p.m, p.T, p.L0, _convex_sigmas(plan), K=list(p.K))
     return full if stages is None else Ledger(full.releases[:max(stages, 0)])
 
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #b8530cb3
 def _run_convex(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `abggmu-convex`: convexity, L1 and stage checks, then Alg. 3 on disjoint chunks of a `DataStream`."
     if not getattr(problem, "convex", False): raise ValueError(f"abggmu-convex needs a convex loss; {type(problem).__name__} is not marked convex. Use abggmu-spider.")
@@ -317,9 +341,42 @@ class GLMParams(NamedTuple):
     NOISE = ("inner",); FREE = ()
     T = property(lambda self: self.inner.T, doc="the base's steps (or stages): what the JL method runs")
 
-# %% ../nbs/planning/32_smooth_algorithms.ipynb #a01564c3
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #da1b783b
 _GLM_BASES = {"abggmu-spider": (lambda *a, **k: spider_recipe(*a, **k)), "abggmu-convex": (lambda *a, **k: convex_recipe(*a, **k))}
 
+def _check_glm(rank, base:str):
+    "A JL request: `rank` a positive integer given by the user, `base` a supported base algorithm."
+    if rank is None: raise ValueError("abggmu-glm needs `rank`, a PUBLIC upper bound on the rank of the features (e.g. --set rank=5); "
+                                      "it is never computed from the data, since that would leak information.")
+    if not (isinstance(rank, (int, np.integer)) and rank >= 1): raise ValueError(f"`rank` must be a positive integer. Found {rank!r}.")
+    if base not in _GLM_BASES: raise ValueError(f"`base` must be one of {', '.join(_GLM_BASES)}. Found {base!r}.")
+
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #bd4f12ed
+def _glm_rate(base, rank, epsilon, delta, L, L0k, L1k, Phi, x_norm, c_jl, c_rate) -> tuple:
+    "(k(n), β̂(n)) of ABGGMU Thm 6, rank branch: the JL dimension, and the rate over `base` run in R^k(n)."
+    kdim = lambda k: jl_dimension(rank, int(k), delta, c_jl)
+    base_rate = ((lambda k: spider_rate(k, kdim(k), epsilon, delta, L0k, L1k, Phi)) if base == "abggmu-spider"
+                 else (lambda k: convex_rate(k, kdim(k), epsilon, L0k)))
+    return kdim, lambda k: c_rate * (L * x_norm / math.sqrt(k) + base_rate(k))  # Thm 6: uniform convergence + A's bound in R^k
+
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #9de14dcd
+_GLM_ERRATA = ("Thm 6: k from a PUBLIC rank bound, not rank(X) (erratum 9)",
+               "projected rows clipped to √2||X||: the base's constants hold deterministically, δ not split",
+               "only the rank branch of Thm 6 (the (nε)^(−2/5) branch rests on a flawed step, note §3)")
+
+def _glm_base(base, n, k, epsilon, delta, alpha, L0k, L1k, Phi, accountant, base_constants:dict) -> tuple:
+    "(the base's plan in R^k, the base's own condition on n there)."
+    n_min = spider_n_min(k, epsilon, delta, L0k, L1k, Phi) if base == "abggmu-spider" else 0   # the base's own condition in R^k
+    return _GLM_BASES[base](n, k, epsilon, delta, alpha, None, L0k, Phi, accountant=accountant, L1=L1k, **base_constants), n_min
+
+def _glm_plan(bp:Plan, base, rank, x_norm, L, L1, d, beta, rate:float, need:int, chosen:bool) -> Plan:
+    "The JL plan around the base's plan `bp` (whose d is k)."
+    return bp._replace(algorithm="abggmu-glm", theorem=f"ABGGMU Thm 6 / Cor. 1 (Alg. 4, JL method) over {bp.theorem}", d=d, beta=beta,
+                       L=float(L), rate=rate, n_required=need, beta_chosen=chosen,
+                       params=GLMParams(base=base, k=bp.d, rank=rank, x_norm=float(x_norm), L1_link=float(L1), inner=bp.params),
+                       errata=bp.errata + _GLM_ERRATA, derivation=dict(bp.derivation, base_rate=bp.rate))
+
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #f9502dec
 def glm_recipe(n:int, d:int, epsilon:float, delta:float,
                alpha:float|None=None, # unused: the losses are smooth
                beta:float|None=None, # target gradient norm of the original GLM (None: the rate β̂(n))
@@ -335,29 +392,15 @@ def glm_recipe(n:int, d:int, epsilon:float, delta:float,
                **base_constants, # passed to the base recipe (radius, K_max, warm_start)
               ) -> Plan:
     "Parameters of the JL method, ABGGMU Thm 6 / Cor. 1 (Alg. 4), rank branch, over `base` run in R^k on clipped projections."
-    if rank is None: raise ValueError("abggmu-glm needs `rank`, a PUBLIC upper bound on the rank of the features (e.g. --set rank=5); "
-                                      "it is never computed from the data, since that would leak information.")
-    if not (isinstance(rank, (int, np.integer)) and rank >= 1): raise ValueError(f"`rank` must be a positive integer. Found {rank!r}.")
-    if base not in _GLM_BASES: raise ValueError(f"`base` must be one of {', '.join(_GLM_BASES)}. Found {base!r}.")
+    _check_glm(rank, base)
     _check_smooth(n, d, epsilon, delta, L, Phi, L1); check_positive("x_norm", x_norm)
     L0k, L1k = math.sqrt(2) * x_norm * L, 2 * x_norm**2 * L1            # the projected problem's constants (rows clipped to √2||X||)
-    kdim = lambda k: jl_dimension(rank, int(k), delta, c_jl)
-    base_rate = ((lambda k: spider_rate(k, kdim(k), epsilon, delta, L0k, L1k, Phi)) if base == "abggmu-spider"
-                 else (lambda k: convex_rate(k, kdim(k), epsilon, L0k)))
-    rate = lambda k: c_rate * (L * x_norm / math.sqrt(k) + base_rate(k))  # Thm 6: uniform convergence + A's bound in R^k
+    kdim, rate = _glm_rate(base, rank, epsilon, delta, L, L0k, L1k, Phi, x_norm, c_jl, c_rate)
     beta, need, chosen = choose_target(rate, n, beta, "abggmu-glm")
-    k = kdim(n)
-    n_min = spider_n_min(k, epsilon, delta, L0k, L1k, Phi) if base == "abggmu-spider" else 0   # the base's own condition in R^k
-    bp = _GLM_BASES[base](n, k, epsilon, delta, alpha, None, L0k, Phi, accountant=accountant, L1=L1k, **base_constants)
-    return bp._replace(algorithm="abggmu-glm", theorem=f"ABGGMU Thm 6 / Cor. 1 (Alg. 4, JL method) over {bp.theorem}", d=d, beta=beta,
-                       L=float(L), rate=rate(n), n_required=max(need, n_min), beta_chosen=chosen,
-                       params=GLMParams(base=base, k=k, rank=rank, x_norm=float(x_norm), L1_link=float(L1), inner=bp.params),
-                       errata=bp.errata + ("Thm 6: k from a PUBLIC rank bound, not rank(X) (erratum 9)",
-                                           "projected rows clipped to √2||X||: the base's constants hold deterministically, δ not split",
-                                           "only the rank branch of Thm 6 (the (nε)^(−2/5) branch rests on a flawed step, note §3)"),
-                       derivation=dict(bp.derivation, base_rate=bp.rate))
+    bp, n_min = _glm_base(base, n, kdim(n), epsilon, delta, alpha, L0k, L1k, Phi, accountant, base_constants)
+    return _glm_plan(bp, base, rank, x_norm, L, L1, d, beta, rate(n), max(need, n_min), chosen)
 
-# %% ../nbs/planning/32_smooth_algorithms.ipynb #e7f7e3fa
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #29dea83b
 _BASE_RUN = {"abggmu-spider": lambda *a: _run_spider(*a), "abggmu-convex": lambda *a: _run_convex(*a)}
 _BASE_LEDGER = {"abggmu-spider": lambda plan, s=None: _spider_ledger(plan, s), "abggmu-convex": lambda plan, s=None: _convex_ledger(plan, s)}
 
@@ -368,6 +411,7 @@ def _base_plan(plan) -> Plan:
 def _glm_ledger(plan, steps:int|None=None) -> Ledger:
     return _BASE_LEDGER[plan.params.base](_base_plan(plan), steps)
 
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #4805c144
 def _run_glm(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `abggmu-glm`: Alg. 4 (`jl_method`) with the base runner in R^k (`minimize` has checked the budget)."
     from dpnotebooks.problems import LinearModel

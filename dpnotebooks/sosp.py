@@ -75,6 +75,7 @@ def clipped_mean_hessian(problem, # a `Problem`
         total, count = total + c.values.sum(axis=0), count.add(c)
     return total / (b if b is not None else max(m, 1)), count
 
+# %% ../nbs/algorithms/21_sosp.ipynb #42efa052
 def clipped_mean_hessian_difference(problem, # a `Problem`
                                     x, # x_t, shape (d,)
                                     x_prev, # x_{t−1}, shape (d,)
@@ -112,6 +113,14 @@ class EscapeOutput(NamedTuple):
     steps: np.ndarray    # steps taken (Γ for runs that did not escape), shape (R,)
     path: np.ndarray|None = None  # x_0..x_Γ of every run, shape (Γ+1, R, d) (frozen after an escape), if record
 
+# %% ../nbs/algorithms/21_sosp.ipynb #f2490c52
+def _escape_move(X, active, g, H, x0, eta:float, Xi:float, zeta) -> tuple:
+    "x ← x − η(g + H(x − x_0) + ζ) for the active runs; (the new X, the runs that reach ||x − x_0|| ≥ Ξ now)."
+    step = X - eta * (g + (X - x0) @ H.T + zeta)
+    X = get_xp().where(active[:, None], step, X)
+    return X, active & (get_xp().linalg.norm(X - x0, axis=1) >= Xi)
+
+# %% ../nbs/algorithms/21_sosp.ipynb #2278cdcc
 def escape_steps(g, # frozen gradient estimate at the anchor, shape (d,)
                  H, # frozen Hessian estimate, shape (d, d)
                  x_anchor, # the anchor x_0, shape (d,)
@@ -122,20 +131,16 @@ def escape_steps(g, # frozen gradient estimate at the anchor, shape (d,)
                  record:bool=False, # keep the whole path
                 ) -> EscapeOutput:
     "The loop of LT Algorithm 2 with given noise: x ← x − η(g + H(x − x_0) + ζ_t) until ||x − x_0|| ≥ Ξ or Γ steps."
-    xp = get_xp()
     g, H, x0, X, noise = asarray(g), asarray(H), asarray(x_anchor), asarray(X), asarray(noise)
-    R, Gamma = X.shape[0], noise.shape[0]
+    xp, R, Gamma = get_xp(), X.shape[0], noise.shape[0]
     active, steps, path = xp.ones(R, dtype=bool), np.full(R, Gamma), [to_numpy(X)] if record else None
     for t in range(Gamma):
-        step = X - eta * (g + (X - x0) @ H.T + noise[t])
-        X = xp.where(active[:, None], step, X)
-        out = active & (xp.linalg.norm(X - x0, axis=1) >= Xi)
+        X, out = _escape_move(X, active, g, H, x0, eta, Xi, noise[t])
         steps[to_numpy(out)] = t + 1; active = active & ~out
         if record: path.append(to_numpy(X))
         if not bool(active.any()) and not record: break
     escaped = to_numpy(~active)
-    y = np.where(escaped[:, None], to_numpy(X), to_numpy(x0)[None])
-    return EscapeOutput(y, escaped, steps, np.array(path) if record else None)
+    return EscapeOutput(np.where(escaped[:, None], to_numpy(X), to_numpy(x0)[None]), escaped, steps, np.array(path) if record else None)
 
 # %% ../nbs/algorithms/21_sosp.ipynb #af2cc6c8
 def escape(g, H, x_anchor, # frozen gradient (d,), Hessian (d, d) and anchor (d,)
@@ -168,6 +173,7 @@ class SOSPParams(NamedTuple):
     LOCKED = ("T, b, the σ's and Γ depend on each other and on the budget; "
               "override the recipe constants alpha, c_T, c_gamma, tau, iota, M or rho instead.")
 
+# %% ../nbs/algorithms/21_sosp.ipynb #fe5da2e7
 def _check_sosp(d, epsilon, delta, G, M, rho, B, alpha, private):
     check_count("d", d)
     for name, v in (("G", G), ("M", M), ("rho", rho), ("B", B), ("alpha", alpha)): check_positive(name, v)
@@ -176,6 +182,16 @@ def _check_sosp(d, epsilon, delta, G, M, rho, B, alpha, private):
         raise ValueError(f"alpha = {alpha:g} exceeds M²/ρ = {M**2 / rho:g}: then √(ρα) > M and no point is a saddle. Use a smaller alpha.")
 
 # %% ../nbs/algorithms/21_sosp.ipynb #58385c96
+def _sosp_noise(gamma, d, T, Gamma, iota, Xi, tau, epsilon, delta, private, accountant) -> tuple:
+    "(σ_tree, s_max, σ_esc, s_H_max) of note §2.9, with z_tree and z_esc from the accountant; (0, ∞, σ_esc, ∞) if not private."
+    sigma_esc = max(gamma / (2 * math.sqrt(d)), gamma / math.sqrt(d * math.log(Gamma / iota)))
+    if not private: return 0.0, math.inf, sigma_esc, math.inf
+    sigma_tree = gamma / (2 * math.sqrt(d * tree_levels(T)))
+    s_max = sigma_tree / calibrate_tree(epsilon, delta, 1.0, T, accountant)             # σ/s = z_tree
+    s_H_max = sigma_esc / (calibrate_gaussian(epsilon, delta, 1.0, Gamma * tau, accountant) * Xi)
+    return sigma_tree, s_max, sigma_esc, s_H_max
+
+# %% ../nbs/algorithms/21_sosp.ipynb #e4ad3f85
 def sosp_parameters(d:int, # dimension
                     epsilon:float|None, delta:float|None, # privacy target (ignored when private=False)
                     G:float, M:float, rho:float, # PUBLIC Lipschitz, smoothness and Hessian-Lipschitz bounds (enforced by clipping)
@@ -194,17 +210,13 @@ def sosp_parameters(d:int, # dimension
     Xi, Gamma = math.sqrt(alpha / rho), escape_length(alpha, gamma, d, M, rho, iota)
     kappa = max(alpha * math.sqrt(d) / epsilon if private else 0.0, (B * G * M) ** (1 / 3))
     T = max(2, math.ceil(check_positive("c_T", c_T) * B * M / gamma**2))
-    sigma_esc = max(gamma / (2 * math.sqrt(d)), gamma / math.sqrt(d * math.log(Gamma / iota)))
+    sigma_tree, s_max, sigma_esc, s_H_max = _sosp_noise(gamma, d, T, Gamma, iota, Xi, tau, epsilon, delta, private, accountant)
     gamma_s, kappa_s = gamma / 2, math.sqrt(rho * alpha) / 4
-    if private:
-        sigma_tree = gamma / (2 * math.sqrt(d * tree_levels(T)))
-        s_max = sigma_tree / calibrate_tree(epsilon, delta, 1.0, T, accountant)             # σ/s = z_tree
-        s_H_max = sigma_esc / (calibrate_gaussian(epsilon, delta, 1.0, Gamma * tau, accountant) * Xi)
-    else: sigma_tree, s_max, s_H_max = 0.0, math.inf, math.inf
     b = math.ceil(max(2 * G / s_max, 2 * M / s_H_max, G**2 / gamma_s**2, M**2 / kappa_s**2))
     return SOSPParams(float(alpha), gamma, float(alpha), 1 / M, Xi, Gamma, int(tau), kappa, T, b, sigma_tree, s_max, sigma_esc,
                       s_H_max, gamma_s, kappa_s, float(G), float(M), float(rho), float(B), int(d), bool(private), float(iota))
 
+# %% ../nbs/algorithms/21_sosp.ipynb #c411d572
 def batch_size(step:float, # ||x_t − x_{t−1}||, computed from released iterates
                p:SOSPParams) -> int: # b_t
     "Adaptive batch b_t of LT Thm 3.17 (index fixed, erratum E2), calibrated as in note §2.9 step 8."
@@ -233,6 +245,7 @@ class Anchor(NamedTuple):
     steps: int          # escape steps taken
     distance: float     # ||x − x_anchor|| when the escape ended
 
+# %% ../nbs/algorithms/21_sosp.ipynb #fd3c60a1
 class SOSPOutput(NamedTuple):
     "What `lt_sosp` returns (all host arrays; everything here is released or public)."
     x: np.ndarray             # the output: the first stuck anchor, else the last iterate
@@ -272,6 +285,9 @@ class LTState(NamedTuple):
     xs: list                      # x_0, …, x_t
     rng: object                   # the run's streams
 
+# %% ../nbs/algorithms/21_sosp.ipynb #31d7a75a
+def _norm(v) -> float: return float(to_numpy(get_xp().linalg.norm(v)))
+
 # %% ../nbs/algorithms/21_sosp.ipynb #9b2d8e6b
 def _lt_step(s:LTState, t1:int, problem, stream, p, escape, stop_at_certificate):
     "Step t = t1 − 1 of LT Algorithm 3 with the oracles of Alg. 4 and the escape of Alg. 2."
@@ -293,6 +309,18 @@ def _lt_step(s:LTState, t1:int, problem, stream, p, escape, stop_at_certificate)
     s = s._replace(grad_est=grad_est, H=H, gclip=gclip, hclip=hclip, k=k, drift=drift, count=count, trees=trees)
     return _lt_move(s, t, tree.noise(k), refresh, bt, ls, hs, p, escape, stop_at_certificate)
 
+# %% ../nbs/algorithms/21_sosp.ipynb #91f41953
+def _lt_close_escape(s:LTState, t:int, escaping:bool, frozen:int, p, stop_at_certificate:bool):
+    "End a running escape once x is Ξ from its anchor (escaped) or its Γ steps are spent (stuck: the certificate)."
+    if escaping:
+        dist = _norm(s.x - s.x_anc)
+        if dist >= p.Xi or frozen - 1 <= 0:
+            status = "escaped" if dist >= p.Xi else "stuck"
+            s.anchors.append(Anchor(s.t_anc, to_numpy(s.x_anc), float(s.rec["released"][s.t_anc]), status, t - s.t_anc + 1, dist))
+            escaping = False
+            if status == "stuck" and stop_at_certificate: return Stop(s._replace(escaping=False, frozen_prev=frozen), "certificate")
+    return s._replace(escaping=escaping, frozen_prev=frozen)
+
 # %% ../nbs/algorithms/21_sosp.ipynb #a854724a
 def _lt_move(s:LTState, t:int, tree_noise, refresh, bt, ls, hs, p, escape, stop_at_certificate):
     "The rest of step t: release ∇̃_t, trigger or run the escape, move, and close the escape (escaped, or stuck: certified)."
@@ -307,18 +335,30 @@ def _lt_move(s:LTState, t:int, tree_noise, refresh, bt, ls, hs, p, escape, stop_
     for key, v in zip(s.rec, (refresh, bt, s.k, rnorm, gnorm, escaping, ls, hs)): s.rec[key].append(v)
     s.xs.append(to_numpy(x))
     s = s._replace(x=x, x_prev=x_prev, drift=s.drift + gnorm, count=count, t_anc=t_anc, g_anc=g_anc, H_anc=H_anc, x_anc=x_anc)
-    if escaping:
-        dist = _norm(x - x_anc)
-        if dist >= p.Xi or frozen - 1 <= 0:
-            status = "escaped" if dist >= p.Xi else "stuck"
-            s.anchors.append(Anchor(t_anc, to_numpy(x_anc), float(s.rec["released"][t_anc]), status, t - t_anc + 1, dist))
-            escaping = False
-            if status == "stuck" and stop_at_certificate: return Stop(s._replace(escaping=False, frozen_prev=frozen), "certificate")
-    return s._replace(escaping=escaping, frozen_prev=frozen)
+    return _lt_close_escape(s, t, escaping, frozen, p, stop_at_certificate)
 
 # %% ../nbs/algorithms/21_sosp.ipynb #00468c6a
-def _norm(v) -> float: return float(to_numpy(get_xp().linalg.norm(v)))
+def _lt_start(problem, p:SOSPParams, x0, rng) -> LTState:
+    "Check p.d against the problem; the state before step 1 (a refresh is due: drift = κ), with an empty transcript."
+    rng, d = make_rng(rng), int(problem.dim)
+    if d != p.d: raise ValueError(f"The parameters are for d = {p.d} but the problem has d = {d}. Recompute them with `sosp_parameters`.")
+    x = asarray(problem.x0 if x0 is None else x0).astype(float)
+    rec = {key: [] for key in ("refresh", "batch", "leaf", "released", "step", "escaping", "leaf_sens", "hess_sens")}
+    return LTState(x, x, TreeMechanism(d, p.sigma_tree, p.T, rng=rng.child(SOSP_STREAM, 1)), None, None, None, None, None,
+                   p.kappa, 0, 1, False, 0, 0, -1, ClipCounter(), ClipCounter(), [], rec, [to_numpy(x)], rng)
 
+# %% ../nbs/algorithms/21_sosp.ipynb #bc8c8efd
+def _lt_output(s:LTState, why) -> SOSPOutput:
+    "The `SOSPOutput` of the final state; `why` is the loop's stop reason (None: T steps)."
+    anchors = list(s.anchors)
+    if s.escaping: anchors.append(Anchor(s.t_anc, to_numpy(s.x_anc), float(s.rec["released"][s.t_anc]), "running", len(s.xs) - 1 - s.t_anc,
+                                         _norm(s.x - s.x_anc)))
+    out, certified, reason = select_output(tuple(anchors), to_numpy(s.x))
+    transcript = {key: np.array(v) for key, v in s.rec.items()}
+    transcript["iterates"] = np.array(s.xs)
+    return SOSPOutput(out, certified, reason, why or "T", tuple(anchors), len(s.xs) - 1, s.trees, s.gclip, s.hclip, transcript, to_numpy(s.x))
+
+# %% ../nbs/algorithms/21_sosp.ipynb #51125143
 def lt_sosp(problem, # a smooth `Problem` (`grad_each`; `hess_each` or finite differences)
             stream:DataStream, # single-pass access: each sample is read once
             p:SOSPParams, # the calibration (`sosp_parameters`)
@@ -331,22 +371,11 @@ def lt_sosp(problem, # a smooth `Problem` (`grad_each`; `hess_each` or finite di
             checkpoint:Checkpointer|None=None, # save the whole state (estimates, tree, anchors, transcript, stream) every N steps; resume from it
            ) -> SOSPOutput:
     "LT Algorithm 3 with the oracles of Alg. 4 and the escape of Alg. 2, as normalized in note §2.5; priced by `sosp_releases`."
-    rng, d = make_rng(rng), int(problem.dim)
-    if d != p.d: raise ValueError(f"The parameters are for d = {p.d} but the problem has d = {d}. Recompute them with `sosp_parameters`.")
-    x = asarray(problem.x0 if x0 is None else x0).astype(float)
-    rec = {key: [] for key in ("refresh", "batch", "leaf", "released", "step", "escaping", "leaf_sens", "hess_sens")}
-    s0 = LTState(x, x, TreeMechanism(d, p.sigma_tree, p.T, rng=rng.child(SOSP_STREAM, 1)), None, None, None, None, None,
-                 p.kappa, 0, 1, False, 0, 0, -1, ClipCounter(), ClipCounter(), [], rec, [to_numpy(x)], rng)
+    s0 = _lt_start(problem, p, x0, rng)
     step = partial(_lt_step, problem=problem, stream=stream, p=p, escape=escape, stop_at_certificate=stop_at_certificate)
     s, why = run_loop("lt_sosp", s0, step, p.T, checkpoint=checkpoint, progress=progress, live=(stream,),
                       externals=dict(problem=problem, data=stream.data))
-    anchors = list(s.anchors)
-    if s.escaping: anchors.append(Anchor(s.t_anc, to_numpy(s.x_anc), float(s.rec["released"][s.t_anc]), "running", len(s.xs) - 1 - s.t_anc,
-                                         _norm(s.x - s.x_anc)))
-    out, certified, reason = select_output(tuple(anchors), to_numpy(s.x))
-    transcript = {key: np.array(v) for key, v in s.rec.items()}
-    transcript["iterates"] = np.array(s.xs)
-    return SOSPOutput(out, certified, reason, why or "T", tuple(anchors), len(s.xs) - 1, s.trees, s.gclip, s.hclip, transcript, to_numpy(s.x))
+    return _lt_output(s, why)
 
 # %% ../nbs/algorithms/21_sosp.ipynb #b248395f
 def replay_decisions(transcript:dict, # `SOSPOutput.transcript`
@@ -369,6 +398,15 @@ def replay_decisions(transcript:dict, # `SOSPOutput.transcript`
     return dict(refresh=np.array(refresh), batch=np.array(batch), triggers=np.array(triggers, dtype=int))
 
 # %% ../nbs/algorithms/21_sosp.ipynb #f9c6ca22
+def _plot_anchors(ax, anchors:tuple, Xi:float):
+    "Each anchor as a star (stuck) or a cross (escaped), with its Ξ-ball, coloured by status."
+    import matplotlib.pyplot as plt
+    for a in anchors:
+        c = {"escaped": "tab:red", "stuck": "tab:green"}.get(a.status, "k")
+        ax.add_patch(plt.Circle(a.x, Xi, fill=False, ls="--", color=c, lw=0.8))
+        ax.plot(*a.x, "*" if a.status == "stuck" else "X", color=c, ms=12, label=f"anchor, {a.status}")
+
+# %% ../nbs/algorithms/21_sosp.ipynb #6e249987
 def plot_escape(prob, # the `Saddle` problem (d = 2) the run was on
                 p:SOSPParams, o:SOSPOutput, # the calibration and the run
                 ax=None, # a matplotlib axis (default: a new figure)
@@ -382,10 +420,7 @@ def plot_escape(prob, # the `Saddle` problem (d = 2) the run was on
     ax.plot(X[:, 0], X[:, 1], "-", color="tab:blue", lw=1, label="gradient steps")
     idx = np.flatnonzero(esc)
     ax.plot(X[idx + 1, 0], X[idx + 1, 1], ".", color="tab:orange", ms=4, label="escape steps")
-    for a in o.anchors:
-        c = {"escaped": "tab:red", "stuck": "tab:green"}.get(a.status, "k")
-        ax.add_patch(plt.Circle(a.x, p.Xi, fill=False, ls="--", color=c, lw=0.8))
-        ax.plot(*a.x, "*" if a.status == "stuck" else "X", color=c, ms=12, label=f"anchor, {a.status}")
+    _plot_anchors(ax, o.anchors, p.Xi)
     ax.plot(*o.x, "o", mfc="none", mec="k", ms=16, label="output" + (" (certified)" if o.certified else " (NOT certified)"))
     ax.set_xlim(-4, 4); ax.set_aspect("equal"); ax.set_xlabel("$x_1$"); ax.set_ylabel("$x_2$"); ax.legend(loc="upper right", fontsize=7)
     ax.set_title(f"lt-sosp on the 2-D saddle ({'private' if p.private else 'NOT private'}): {o.steps} steps, {o.refreshes} refreshes")

@@ -34,7 +34,68 @@ def lt_sosp_alpha_for(n:int, make, a_max:float, iters:int=30) -> float:
         else: lo = mid
     return math.exp(hi)
 
-# %% ../nbs/planning/33_sosp_algorithm.ipynb #1901530c
+# %% ../nbs/planning/33_sosp_algorithm.ipynb #10eb2b9e
+def _check_sosp(n, epsilon, delta, L, Phi, M, rho, private:bool):
+    "lt-sosp's inputs: n ≥ 2, the PUBLIC bounds M and ρ (required), ε and δ when private, positive constants."
+    if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"`n` must be an integer >= 2. Found {n!r}.")
+    if M is None or rho is None:
+        raise ValueError("lt-sosp needs a twice-differentiable loss and PUBLIC bounds M (smoothness) and rho (Hessian-Lipschitz), "
+                         "e.g. --set M=1 --set rho=1; `plan_run` takes them from the problem's declared constants, and this problem "
+                         "declares none (is it smooth?).")
+    if private: check_positive("epsilon", epsilon); check_delta(delta)
+    for name, v in (("L", L), ("Phi", Phi), ("M", M), ("rho", rho)): check_positive(name, v)
+
+# %% ../nbs/planning/33_sosp_algorithm.ipynb #c88cb0f7
+def _sosp_maker(d, epsilon, delta, L, M, rho, Phi, iota, c_gamma, c_T, tau, private, accountant) -> tuple:
+    "(α ↦ the calibrated `SOSPParams`, the largest α worth asking for, min(G, M²/ρ)) of one request."
+    make = lambda a: _params(int(d), float(epsilon) if private else None, float(delta) if private else None, float(L), float(M),
+                             float(rho), float(Phi), float(a), float(iota), float(c_gamma), float(c_T), int(tau), bool(private), accountant)
+    return make, min(float(L), M**2 / rho)
+
+def _sosp_alpha(target, n, make, a_max:float) -> tuple:
+    "(α, chosen): the requested α, or the smallest the worst case affords at n (chosen), refused if none ≤ a_max does."
+    if target is not None: return target, False
+    target = lt_sosp_alpha_for(int(n), make, a_max)
+    if not math.isfinite(target):
+        raise InsufficientDataError(f"lt-sosp: n = {n} samples are too few for any alpha <= {a_max:.3g} (= min(G, M²/ρ)) in the worst "
+                                    f"case of Lemma 3.15, which needs {sosp_samples_estimate(make(a_max))} samples there. Use more data, "
+                                    "or give alpha explicitly to run on fewer samples without the worst-case guarantee.")
+    return target, True
+
+# %% ../nbs/planning/33_sosp_algorithm.ipynb #1f7c5b90
+def _sosp_sizes(p:SOSPParams, n:int, target:float, chosen:bool, make, a_max:float) -> tuple:
+    "(need, n_min): Lemma 3.15's worst-case n and the run's minimum; refused below n_min, a warning below need for a user's α."
+    need, n_min = sosp_samples_estimate(p), 4 * p.b + 2 * p.T
+    if n < n_min:
+        afford = lt_sosp_alpha_for(int(n), make, a_max)
+        raise InsufficientDataError(f"lt-sosp: n = {n} samples cannot run alpha = {target:g}: two refreshes of b = {p.b} and one sample per "
+                                    f"step need {n_min}, and the worst case (Lemma 3.15) {need}. Use at least {n_min} samples, "
+                                    + (f"or alpha >= {afford:.3g} (what n = {n} affords in the worst case)." if math.isfinite(afford)
+                                       else "or a larger alpha or epsilon."))
+    if n < need and not chosen:
+        warnings.warn(f"lt-sosp: n = {n} is below the worst-case {need} samples of Lemma 3.15 for alpha = {target:g}; the run stops when the "
+                      "data run out, and its result says whether the output is certified.", stacklevel=3)   # the recipe's caller
+    return need, n_min
+
+# %% ../nbs/planning/33_sosp_algorithm.ipynb #efddce09
+def _sosp_errata(tau:int) -> tuple:
+    "The errata the lt-sosp recipe applies (note §2.9)."
+    return ("note §2.9: explicit calibration (γ = α/c_γ, Ξ = √(α/ρ), Γ from Lemma 3.9's coupling), σ's from the accountant",
+            "replace-one sensitivities 2G/b, 2M||Δx||/b_t, 2M/b, 2ρ||Δx||/b_t, enforced by clipping (E14)",
+            "b_t from ||x_t − x_{t−1}|| = η||g_{t−1}|| (E2); the loop stops when a step's batches do not fit (E15)",
+            "tree: binary decomposition, a fresh tree at every refresh (E3, §2.2 (a))",
+            f"τ_eff = {tau} ≥ 1 (E1)", "output: the first anchor whose escape failed (§2.7, missing in the paper)")
+
+def _sosp_plan(p:SOSPParams, n, d, epsilon, delta, L, Phi, M, rho, tau, private, accountant, need, chosen, n_min) -> Plan:
+    "The lt-sosp (or lt-sosp-nonprivate: ε = ∞, δ = 0) `Plan` around the calibrated `p`."
+    return Plan(algorithm="lt-sosp" if private else "lt-sosp-nonprivate",
+                theorem="LT Thm 3.17 (Alg. 3 + Alg. 4 oracles + Alg. 2 escape), note §2.9", n=int(n), d=int(d),
+                epsilon=float(epsilon) if private else math.inf, delta=float(delta) if private else 0.0, alpha=p.alpha,
+                beta=p.alpha, L=float(L), Phi=float(Phi), params=p,
+                rate=lt_sosp_rate(n, d, epsilon if private else math.inf, Phi, L, M, rho), n_required=need, beta_chosen=chosen,
+                accountant=accountant, errata=_sosp_errata(tau), derivation=dict(n_min=n_min))
+
+# %% ../nbs/planning/33_sosp_algorithm.ipynb #f17274ae
 def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
                    alpha:float|None=None, # target α of the α-SOSP (None: the smallest the worst case affords at this n)
                    beta:float|None=None, # synonym of alpha (the gradient-norm part of the target)
@@ -50,49 +111,16 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
                    private:bool=True, # False: no tree noise, statistical batches (NOT private)
                   ) -> Plan:
     "Parameters of LT Thm 3.17 (Alg. 3 with the oracles of Alg. 4 and the escape of Alg. 2), calibrated as in note §2.9."
-    if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"`n` must be an integer >= 2. Found {n!r}.")
-    if M is None or rho is None:
-        raise ValueError("lt-sosp needs a twice-differentiable loss and PUBLIC bounds M (smoothness) and rho (Hessian-Lipschitz), "
-                         "e.g. --set M=1 --set rho=1; `plan_run` takes them from the problem's declared constants, and this problem "
-                         "declares none (is it smooth?).")
-    if private: check_positive("epsilon", epsilon); check_delta(delta)
-    for name, v in (("L", L), ("Phi", Phi), ("M", M), ("rho", rho)): check_positive(name, v)
-    make = lambda a: _params(int(d), float(epsilon) if private else None, float(delta) if private else None, float(L), float(M),
-                             float(rho), float(Phi), float(a), float(iota), float(c_gamma), float(c_T), int(tau), bool(private), accountant)
-    a_max = min(float(L), M**2 / rho)
-    target, chosen = (alpha if alpha is not None else beta), False
-    if target is None:
-        target, chosen = lt_sosp_alpha_for(int(n), make, a_max), True
-        if not math.isfinite(target):
-            raise InsufficientDataError(f"lt-sosp: n = {n} samples are too few for any alpha <= {a_max:.3g} (= min(G, M²/ρ)) in the worst "
-                                        f"case of Lemma 3.15, which needs {sosp_samples_estimate(make(a_max))} samples there. Use more data, "
-                                        "or give alpha explicitly to run on fewer samples without the worst-case guarantee.")
+    _check_sosp(n, epsilon, delta, L, Phi, M, rho, private)
+    make, a_max = _sosp_maker(d, epsilon, delta, L, M, rho, Phi, iota, c_gamma, c_T, tau, private, accountant)
+    target, chosen = _sosp_alpha(alpha if alpha is not None else beta, n, make, a_max)
     p = make(check_positive("alpha", target))
-    need, n_min = sosp_samples_estimate(p), 4 * p.b + 2 * p.T
-    if n < n_min:
-        afford = lt_sosp_alpha_for(int(n), make, a_max)
-        raise InsufficientDataError(f"lt-sosp: n = {n} samples cannot run alpha = {target:g}: two refreshes of b = {p.b} and one sample per "
-                                    f"step need {n_min}, and the worst case (Lemma 3.15) {need}. Use at least {n_min} samples, "
-                                    + (f"or alpha >= {afford:.3g} (what n = {n} affords in the worst case)." if math.isfinite(afford)
-                                       else "or a larger alpha or epsilon."))
-    if n < need and not chosen:
-        warnings.warn(f"lt-sosp: n = {n} is below the worst-case {need} samples of Lemma 3.15 for alpha = {target:g}; the run stops when the "
-                      "data run out, and its result says whether the output is certified.", stacklevel=2)
-    errata = ("note §2.9: explicit calibration (γ = α/c_γ, Ξ = √(α/ρ), Γ from Lemma 3.9's coupling), σ's from the accountant",
-              "replace-one sensitivities 2G/b, 2M||Δx||/b_t, 2M/b, 2ρ||Δx||/b_t, enforced by clipping (E14)",
-              "b_t from ||x_t − x_{t−1}|| = η||g_{t−1}|| (E2); the loop stops when a step's batches do not fit (E15)",
-              "tree: binary decomposition, a fresh tree at every refresh (E3, §2.2 (a))",
-              f"τ_eff = {tau} ≥ 1 (E1)", "output: the first anchor whose escape failed (§2.7, missing in the paper)")
-    return Plan(algorithm="lt-sosp" if private else "lt-sosp-nonprivate",
-                theorem="LT Thm 3.17 (Alg. 3 + Alg. 4 oracles + Alg. 2 escape), note §2.9", n=int(n), d=int(d),
-                epsilon=float(epsilon) if private else math.inf, delta=float(delta) if private else 0.0, alpha=p.alpha,
-                beta=p.alpha, L=float(L), Phi=float(Phi), params=p,
-                rate=lt_sosp_rate(n, d, epsilon if private else math.inf, Phi, L, M, rho), n_required=need, beta_chosen=chosen,
-                accountant=accountant, errata=errata, derivation=dict(n_min=n_min))
+    need, n_min = _sosp_sizes(p, n, target, chosen, make, a_max)
+    return _sosp_plan(p, n, d, epsilon, delta, L, Phi, M, rho, tau, private, accountant, need, chosen, n_min)
 
-# %% ../nbs/planning/33_sosp_algorithm.ipynb #1364d55a
-def _run_lt_sosp(problem, plan, rng, x0, progress, ck) -> RunOutput:
-    "Runner of `lt-sosp`: the smoothness and size checks, then LT Alg. 3 on a single-pass `DataStream` (`minimize` checked the budget)."
+# %% ../nbs/planning/33_sosp_algorithm.ipynb #a3d76a2b
+def _check_sosp_problem(problem, plan):
+    "What the recipe cannot check: a smooth loss whose declared constants are within the plan's bounds, and the plan's n."
     p = plan.params
     if not getattr(problem, "smooth", False):
         raise ValueError(f"{plan.algorithm} needs a twice-differentiable loss; {type(problem).__name__} is not smooth. "
@@ -102,6 +130,12 @@ def _run_lt_sosp(problem, plan, rng, x0, progress, ck) -> RunOutput:
             raise ValueError(f"{plan.algorithm}: the plan's {name} = {bound:g} is below the problem's declared constant {declared:g}. "
                              f"Pass {name} >= {declared:g} (a public bound the step size and the escape rest on).")
     if len(problem.data) != plan.n: raise ValueError(f"The plan is for n = {plan.n} samples but the data have {len(problem.data)}.")
+
+# %% ../nbs/planning/33_sosp_algorithm.ipynb #648cfcfe
+def _run_lt_sosp(problem, plan, rng, x0, progress, ck) -> RunOutput:
+    "Runner of `lt-sosp`: the smoothness and size checks, then LT Alg. 3 on a single-pass `DataStream` (`minimize` checked the budget)."
+    p = plan.params
+    _check_sosp_problem(problem, plan)
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
     out = lt_sosp(problem, stream, p, rng=rng.child(ORACLE_STREAM), x0=x0, progress=progress, checkpoint=ck)
     both = out.grad_clip.add(out.hess_clip)

@@ -25,6 +25,7 @@ def _population(prob, x) -> tuple:
     return (float(np.linalg.norm(to_numpy(saddle_base_grad(prob, X)))), float(to_numpy(prob.hessian_diag(X[0])).min()),
             float(to_numpy(saddle_base(prob, X))[0]))
 
+# %% ../nbs/experiments/62_sosp_escape.ipynb #3c4319ca
 def _score(prob, res, mode:str, epsilon, seed:int, alpha:float) -> dict:
     gn, lam, F = _population(prob, res.x)
     tr = res.trace
@@ -33,6 +34,7 @@ def _score(prob, res, mode:str, epsilon, seed:int, alpha:float) -> dict:
                 samples_used=int(res.samples_used), steps=int(tr["steps"]), refreshes=int(tr["refreshes"]),
                 epsilon_spent=float(res.epsilon_spent) if math.isfinite(res.epsilon_spent) else None)
 
+# %% ../nbs/experiments/62_sosp_escape.ipynb #dfb2d8df
 def score_escape_run(mode:str, # 'private' or 'non-private'
                      epsilon:float|None, seed:int, n:int, d:int, alpha:float, delta:float) -> dict:
     "One run of the grid (a Dask task): lt-sosp (or its non-private twin) on P1 drawn with `seed`, scored on the population."
@@ -44,6 +46,36 @@ def score_escape_run(mode:str, # 'private' or 'non-private'
     return _score(prob, res, mode, epsilon, seed, alpha)
 
 # %% ../nbs/experiments/62_sosp_escape.ipynb #3b577149
+def _escape_runs(grid, n, d, alpha, delta, jobs, scheduler, cache_path, progress) -> tuple:
+    "(the grid's rows in grid order, runs resumed from `cache_path`): each run from the store, or run here or on Dask workers."
+    from tqdm.auto import tqdm
+    store = RunStore(cache_path)                                          # finished runs of an earlier, stopped call are skipped
+    key = lambda m, e, s: ("sosp-escape", m, e, int(s), int(n), int(d), float(alpha), float(delta))
+    todo = [g for g in grid if key(*g) not in store]
+    with experiment_executor(jobs, scheduler) as ex, tqdm(total=len(todo), desc="sosp-escape", disable=not progress) as bar:
+        if ex is None:
+            for g in todo: store[key(*g)] = score_escape_run(*g, n, d, alpha, delta); bar.update()
+        else:
+            futs = {g: ex.submit(score_escape_run, *g, n, d, alpha, delta) for g in todo}
+            for g, f in futs.items(): store[key(*g)] = f.result(); bar.update()
+    return [store[key(*g)] for g in grid], store.resumed
+
+# %% ../nbs/experiments/62_sosp_escape.ipynb #eebf4774
+def _noiseless_controls(n, d, alpha, base_seed, ref) -> list:
+    "The two rows of the deterministic control (escape on, escape off) on noiseless P1; seconds, run here."
+    noiseless = Saddle(Saddle.synthetic(n, d, seed=base_seed), s=0.0, x0=np.r_[0.0, ref.x0[1:]])
+    rows = []
+    for esc in (True, False):
+        p = sosp_parameters(d, None, None, noiseless.L, noiseless.smoothness, noiseless.hessian_lipschitz, noiseless.Phi, alpha, private=False)
+        o = lt_sosp(noiseless, DataStream(noiseless.data, rng=base_seed), p, rng=base_seed + 1, escape=esc)
+        gn, lam, F = _population(noiseless, o.x)
+        rows.append(dict(mode="noiseless, escape " + ("on" if esc else "off"), epsilon=None, seed=base_seed, certified=o.certified,
+                         grad=gn, lambda_min=lam, loss=F, sosp=bool(gn <= alpha and lam >= -math.sqrt(p.rho * alpha)),
+                         escapes=[a.status for a in o.anchors], samples_used=int(2 * o.transcript["batch"].sum()), steps=o.steps,
+                         refreshes=o.refreshes, epsilon_spent=None))
+    return rows
+
+# %% ../nbs/experiments/62_sosp_escape.ipynb #3c3f75d2
 def sosp_escape_experiment(epsilons=(0.5, 1.0, 2.0, 4.0), # privacy levels of the grid
                            seeds:int=5, # runs per grid point (seeds base_seed, base_seed + 1, ...)
                            n:int=800_000, d:int=4, alpha:float=0.2, delta:float=1e-6,
@@ -54,31 +86,13 @@ def sosp_escape_experiment(epsilons=(0.5, 1.0, 2.0, 4.0), # privacy levels of th
                            progress:bool=False, # a tqdm bar over the runs
                           ) -> dict:
     "lt-sosp from next to a strict saddle of P1: SOSP rate, certificates and samples against ε, with the non-private and no-escape controls."
-    from tqdm.auto import tqdm
     seeds_, ref = [base_seed + s for s in range(seeds)], Saddle(Saddle.synthetic(2, d))   # `ref`: the problem's x0 and constants
     grid = [g for s in seeds_ for g in [("private", float(e), s) for e in epsilons] + [("non-private", None, s)]]
-    store = RunStore(cache_path)                                          # finished runs of an earlier, stopped call are skipped
-    key = lambda m, e, s: ("sosp-escape", m, e, int(s), int(n), int(d), float(alpha), float(delta))
-    todo = [g for g in grid if key(*g) not in store]
-    with experiment_executor(jobs, scheduler) as ex, tqdm(total=len(todo), desc="sosp-escape", disable=not progress) as bar:
-        if ex is None:
-            for g in todo: store[key(*g)] = score_escape_run(*g, n, d, alpha, delta); bar.update()
-        else:
-            futs = {g: ex.submit(score_escape_run, *g, n, d, alpha, delta) for g in todo}
-            for g, f in futs.items(): store[key(*g)] = f.result(); bar.update()
-    rows = [store[key(*g)] for g in grid]
-    noiseless = Saddle(Saddle.synthetic(n, d, seed=base_seed), s=0.0, x0=np.r_[0.0, ref.x0[1:]])
-    for esc in (True, False):                                             # the control: deterministic, seconds, run here
-        p = sosp_parameters(d, None, None, noiseless.L, noiseless.smoothness, noiseless.hessian_lipschitz, noiseless.Phi, alpha, private=False)
-        o = lt_sosp(noiseless, DataStream(noiseless.data, rng=base_seed), p, rng=base_seed + 1, escape=esc)
-        gn, lam, F = _population(noiseless, o.x)
-        rows.append(dict(mode="noiseless, escape " + ("on" if esc else "off"), epsilon=None, seed=base_seed, certified=o.certified,
-                         grad=gn, lambda_min=lam, loss=F, sosp=bool(gn <= alpha and lam >= -math.sqrt(p.rho * alpha)),
-                         escapes=[a.status for a in o.anchors], samples_used=int(2 * o.transcript["batch"].sum()), steps=o.steps,
-                         refreshes=o.refreshes, epsilon_spent=None))
+    rows, resumed = _escape_runs(grid, n, d, alpha, delta, jobs, scheduler, cache_path, progress)
+    rows += _noiseless_controls(n, d, alpha, base_seed, ref)              # the control: deterministic, seconds, run here
     return dict(settings=dict(epsilons=list(epsilons), seeds=seeds_, n=n, d=d, alpha=alpha, delta=delta,
                               lambda_threshold=-math.sqrt(ref.hessian_lipschitz * alpha)),
-                x0=dict(zip(("grad", "lambda_min", "loss"), _population(ref, ref.x0))), rows=rows, resumed_runs=store.resumed)
+                x0=dict(zip(("grad", "lambda_min", "loss"), _population(ref, ref.x0))), rows=rows, resumed_runs=resumed)
 
 # %% ../nbs/experiments/62_sosp_escape.ipynb #9c4cbd94
 def _groups(res) -> list:
@@ -103,6 +117,14 @@ def format_sosp_escape(res:dict) -> str:
     return "\n".join(lines)
 
 # %% ../nbs/experiments/62_sosp_escape.ipynb #1e6e6cf4
+def _plot_private_escape(ax, st:dict):
+    "The third panel of `plot_sosp_escape`: a private lt-sosp run (ε = 1) on 2-D P1 from next to the saddle."
+    prob = Saddle(Saddle.synthetic(300_000, 2, seed=st["seeds"][0]), x0=np.array([1e-3, 1.2]))
+    p = sosp_parameters(2, 1.0, st["delta"], prob.L, prob.smoothness, prob.hessian_lipschitz, prob.Phi, st["alpha"])
+    plot_escape(prob, p, lt_sosp(prob, DataStream(prob.data, rng=st["seeds"][0]), p, rng=st["seeds"][0] + 1), ax)
+    ax.set_title("a private escape (2-D, ε = 1)", fontsize=9)
+
+# %% ../nbs/experiments/62_sosp_escape.ipynb #e09595fb
 def plot_sosp_escape(res:dict, path=None):
     "λ_min and ||∇F|| of every output against ε, with thresholds, and a private 2-D escape; saved to `path` (PNG or SVG by extension)."
     import matplotlib.pyplot as plt
@@ -117,10 +139,7 @@ def plot_sosp_escape(res:dict, path=None):
         ax.axhline(thr, color="k", ls="--", lw=0.8, label="SOSP threshold"); ax.axhline(res["x0"][key], color="tab:gray", ls=":", lw=0.8, label="at x0")
         ax.set_xticks(range(npx + 1)); ax.set_xticklabels([f"ε={e:g}" for e in eps] + ["non-private"]); ax.set_ylabel(lab); ax.legend(fontsize=7)
     axs[1].set_yscale("log")
-    prob = Saddle(Saddle.synthetic(300_000, 2, seed=st["seeds"][0]), x0=np.array([1e-3, 1.2]))
-    p = sosp_parameters(2, 1.0, st["delta"], prob.L, prob.smoothness, prob.hessian_lipschitz, prob.Phi, st["alpha"])
-    plot_escape(prob, p, lt_sosp(prob, DataStream(prob.data, rng=st["seeds"][0]), p, rng=st["seeds"][0] + 1), axs[2])
-    axs[2].set_title("a private escape (2-D, ε = 1)", fontsize=9)
+    _plot_private_escape(axs[2], st)
     fig.suptitle("lt-sosp next to a strict saddle: blue = α-SOSP of the population, red = not", fontsize=10); fig.tight_layout()
     if path is not None: fig.savefig(path, dpi=110); plt.close(fig)
     return fig

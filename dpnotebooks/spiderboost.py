@@ -82,6 +82,15 @@ def spider_init(w0) -> SpiderState:
     w0 = asarray(w0).astype(float)
     return SpiderState(0, w0, w0, get_xp().zeros_like(w0), ClipCounter())
 
+# %% ../nbs/algorithms/20_spiderboost.ipynb #e56e14c5
+def _spider_data_term(problem, state:SpiderState, batch, b:int, checkpoint:bool, L0:float, L1:float, diff_bound) -> tuple:
+    "The data part of ∇_t and what it is added to: (clipped batch mean, ClipCounter, per-sample bound λ_t, base)."
+    if checkpoint:
+        mean, c = clipped_mean_gradient(problem, state.w, batch, L0, b); return mean, c, L0, 0.0
+    lam = diff_bound if diff_bound is not None else min(L1 * float(to_numpy(get_xp().linalg.norm(state.w - state.w_prev))), 2 * L0)
+    mean, c = clipped_mean_difference(problem, state.w, state.w_prev, batch, lam, b)
+    return mean, c, lam, state.v
+
 # %% ../nbs/algorithms/20_spiderboost.ipynb #c16519c9
 def spider_estimate(problem, # a `Problem` with `grad_each`
                     state:SpiderState, # current state (w_t, w_{t−1}, ∇_{t−1})
@@ -95,15 +104,12 @@ def spider_estimate(problem, # a `Problem` with `grad_each`
                     diff_bound:float|None=None, # planned per-sample difference bound (fixed-length steps) instead of λ_t
                    ) -> tuple: # (∇_t, new ClipCounter, std of the added noise, per-sample bound λ used)
     "One SPIDER estimate: ABGGMU Alg. 1 lines 6-14 (noise std z·λ_t/b, so the multiplier is the same at every step)."
-    if checkpoint:
-        mean, c = clipped_mean_gradient(problem, state.w, batch, L0, b); lam, base = L0, 0.0
-    else:
-        lam = diff_bound if diff_bound is not None else min(L1 * float(to_numpy(get_xp().linalg.norm(state.w - state.w_prev))), 2 * L0)
-        mean, c = clipped_mean_difference(problem, state.w, state.w_prev, batch, lam, b); base = state.v
+    mean, c, lam, base = _spider_data_term(problem, state, batch, b, checkpoint, L0, L1, diff_bound)
     std = z * lam / b
     noise = rng.normal(int(problem.dim), std, dtype=NOISE_DTYPE) if std > 0 else 0.0
     return base + mean + noise, state.clip.add(c), std, lam
 
+# %% ../nbs/algorithms/20_spiderboost.ipynb #97387439
 def spider_step(state:SpiderState, # current state
                 v, # the estimate ∇_t
                 clip:ClipCounter, # updated clip counts
@@ -195,6 +201,7 @@ def spiderboost_parameters(n:int, # samples
     q = math.floor(n ** 2 * epsilon ** 2 / (T * d * math.log(1 / delta)))
     return dict(T=T, q=min(max(q, 1), T), b1=n, b2=min(max(b2, 1), n), eta=1 / (2 * L1))
 
+# %% ../nbs/algorithms/20_spiderboost.ipynb #bd56fc3b
 def spiderboost_step_size(L1:float, # smoothness
                           q:int, b2:int, d:int, # phase length, difference batch, dimension
                           sigma2:float, # difference noise std per unit displacement (σ2 of Alg. 1)
@@ -217,10 +224,12 @@ class SpiderBoostOutput(NamedTuple):
     iterates: np.ndarray|None = None   # w_0..w_T, shape (T+1, d), if record
     estimates: np.ndarray|None = None  # ∇_0..∇_{T−1}, shape (T, d), if record
 
+# %% ../nbs/algorithms/20_spiderboost.ipynb #41651d64
 def poisson_indices(n:int, rate:float, rng):
     "Indices that join a Poisson batch (all of them when rate = 1)."
     return np.arange(n) if rate >= 1 else np.flatnonzero(to_numpy(rng.uniform(n)) < rate)
 
+# %% ../nbs/algorithms/20_spiderboost.ipynb #119d470f
 class SpiderRun(NamedTuple):
     "The state of Private SpiderBoost after step t: what a checkpoint holds."
     s: SpiderState          # the point, the estimate, the step count
@@ -232,6 +241,18 @@ class SpiderRun(NamedTuple):
     w_bar: object           # the output iterate, once reached
     pick: int               # the output index, drawn up front (data-independent)
     rng: object             # the run's streams
+
+# %% ../nbs/algorithms/20_spiderboost.ipynb #a391bf23
+def _spiderboost_start(problem, T:int, w0, rng, record:bool) -> SpiderRun:
+    "The state before step 1: w_0 (default 0), empty traces, the output index drawn up front (data-independent)."
+    rng, d = make_rng(rng), int(problem.dim)
+    pick = int(to_numpy(rng.child(SPIDER_STREAM, 3).integers(1, T + 1, 1))[0])   # data-independent output index
+    s = spider_init(np.zeros(d) if w0 is None else w0)
+    return SpiderRun(s, [to_numpy(s.w)] if record else None, [] if record else None, np.zeros(T), np.zeros(T), np.zeros(T), None, pick, rng)
+
+def _spiderboost_output(r:SpiderRun, record:bool) -> SpiderBoostOutput:
+    return SpiderBoostOutput(r.w_bar, to_numpy(r.s.w), r.norms, r.stds, r.zs, r.s.clip,
+                             np.array(r.W) if record else None, np.array(r.V) if record else None)
 
 # %% ../nbs/algorithms/20_spiderboost.ipynb #4658f33b
 def private_spiderboost(problem, # a `Problem` with `grad_each`
@@ -253,17 +274,12 @@ def private_spiderboost(problem, # a `Problem` with `grad_each`
                        ) -> SpiderBoostOutput:
     "Private SpiderBoost, ABGGMU arXiv Alg. 1 (ICML Alg. 2), with Poisson batches; priced by `spiderboost_releases`."
     if isinstance(data, Dataset): data = MultiPassView(data)
-    n = data.n; _check_spiderboost(n, T, q, b1, b2, eta, sigma1, sigma2, L0, L1)
-    rng, d = make_rng(rng), int(problem.dim)
-    z1, z2 = sigma1 * b1 / L0, sigma2 * b2 / L1
-    pick = int(to_numpy(rng.child(SPIDER_STREAM, 3).integers(1, T + 1, 1))[0])   # data-independent output index
-    s = spider_init(np.zeros(d) if w0 is None else w0)
-    s0 = SpiderRun(s, [to_numpy(s.w)] if record else None, [] if record else None, np.zeros(T), np.zeros(T), np.zeros(T), None, pick, rng)
+    _check_spiderboost(data.n, T, q, b1, b2, eta, sigma1, sigma2, L0, L1)
+    s0, z1, z2 = _spiderboost_start(problem, T, w0, rng, record), sigma1 * b1 / L0, sigma2 * b2 / L1
     step = partial(_spider_step, problem=problem, data=data, q=q, b1=b1, b2=b2, eta=eta, z1=z1, z2=z2, L0=L0, L1=L1)
     r, _ = run_loop("private_spiderboost", s0, step, T, checkpoint=checkpoint, live=(data,), iterate=lambda r: r.s.w,
                     externals=dict(problem=problem, data=data.data))
-    return SpiderBoostOutput(r.w_bar, to_numpy(r.s.w), r.norms, r.stds, r.zs, r.s.clip,
-                             np.array(r.W) if record else None, np.array(r.V) if record else None)
+    return _spiderboost_output(r, record)
 
 # %% ../nbs/algorithms/20_spiderboost.ipynb #e8c362d3
 def _spider_step(r:SpiderRun, t1:int, problem, data, q, b1, b2, eta, z1, z2, L0, L1) -> SpiderRun:
@@ -356,6 +372,7 @@ class TreeSpiderOutput(NamedTuple):
     leaf_index: np.ndarray|None = None      # k of each visited leaf
     path: np.ndarray|None = None            # (||w_{t,s} − w_{t,ŝ}||, planned bound 2^{D−j} r, j) per right child
 
+# %% ../nbs/algorithms/20_spiderboost.ipynb #ffdaae53
 class TreeSpiderState(NamedTuple):
     "The state of tree-based Private Spider after round t: what a checkpoint holds."
     w: object               # the point
@@ -367,6 +384,25 @@ class TreeSpiderState(NamedTuple):
     rng: object             # the run's streams
 
 def _trailing_zeros(k:int) -> int: return (k & -k).bit_length() - 1
+
+# %% ../nbs/algorithms/20_spiderboost.ipynb #74c801e6
+def _tree_spider_start(problem, stream, T:int, D:int, b:int, w0, rng) -> TreeSpiderState:
+    "Check the stream holds T rounds of fresh samples; the state before round 1, with the output leaf drawn up front."
+    need = T * tree_samples_per_round(D, b)
+    if need > stream.remaining: raise ValueError(f"T = {T} rounds need {need} fresh samples but the stream has {stream.remaining}. "
+                                                 "Use fewer rounds, a smaller b, or more data. Nothing was read.")
+    rng, d = make_rng(rng), int(problem.dim)
+    pick = int(to_numpy(rng.child(SPIDER_STREAM, 5).integers(0, T * 2 ** D, 1))[0])   # the output leaf (data-independent)
+    return TreeSpiderState(asarray(np.zeros(d) if w0 is None else w0).astype(float), ClipCounter(), [], [], [], [], 0, None, pick, rng)
+
+# %% ../nbs/algorithms/20_spiderboost.ipynb #b79fffa2
+def _rec(record, pts, ests, ks, path):
+    return (np.array(pts), np.array(ests), np.array(ks), np.array(path)) if record else (None, None, None, None)
+
+def _tree_spider_output(s:TreeSpiderState, stop, T:int, D:int, record:bool) -> TreeSpiderOutput:
+    rec = _rec(record, s.pts, s.ests, s.ks, s.path)
+    if stop is not None: return TreeSpiderOutput(to_numpy(s.w), True, stop[0], stop[1], s.leaf_no, s.clip, *rec)
+    return TreeSpiderOutput(s.w_pick, False, T, -1, T * 2 ** D, s.clip, *rec)
 
 # %% ../nbs/algorithms/20_spiderboost.ipynb #d190cd6d
 def tree_spider(problem, # a `Problem` with `grad_each`
@@ -389,23 +425,12 @@ def tree_spider(problem, # a `Problem` with `grad_each`
                ) -> TreeSpiderOutput:
     "Tree-based Private Spider, ABGGMU arXiv Alg. 2 (ICML Alg. 1), leaf-indexed; priced by `tree_spider_releases`."
     _check_tree(T, D, b, beta, L0, L1, sigma_root, sigma_node)
-    need = T * tree_samples_per_round(D, b)
-    if need > stream.remaining: raise ValueError(f"T = {T} rounds need {need} fresh samples but the stream has {stream.remaining}. "
-                                                 "Use fewer rounds, a smaller b, or more data. Nothing was read.")
-    rng, d = make_rng(rng), int(problem.dim)
-    r = beta / (2 ** (D / 2) * L1)                                              # every step has length r
-    pick = int(to_numpy(rng.child(SPIDER_STREAM, 5).integers(0, T * 2 ** D, 1))[0])   # the output leaf (data-independent)
-    s0 = TreeSpiderState(asarray(np.zeros(d) if w0 is None else w0).astype(float), ClipCounter(), [], [], [], [], 0, None, pick, rng)
+    s0, r = _tree_spider_start(problem, stream, T, D, b, w0, rng), beta / (2 ** (D / 2) * L1)   # every step has length r
     step = partial(_tree_round, problem=problem, stream=stream, D=D, b=b, beta=beta, r=r, L0=L0,
                    sigma_root=sigma_root, sigma_node=sigma_node, alpha_tilde=alpha_tilde, step_after_last_leaf=step_after_last_leaf, record=record)
     s, stop = run_loop("tree_spider", s0, step, T, checkpoint=checkpoint, live=(stream,), iterate=lambda s: s.w,
                        externals=dict(problem=problem, data=stream.data))
-    rec = _rec(record, s.pts, s.ests, s.ks, s.path)
-    if stop is not None: return TreeSpiderOutput(to_numpy(s.w), True, stop[0], stop[1], s.leaf_no, s.clip, *rec)
-    return TreeSpiderOutput(s.w_pick, False, T, -1, T * 2 ** D, s.clip, *rec)
-
-def _rec(record, pts, ests, ks, path):
-    return (np.array(pts), np.array(ests), np.array(ks), np.array(path)) if record else (None, None, None, None)
+    return _tree_spider_output(s, stop, T, D, record)
 
 # %% ../nbs/algorithms/20_spiderboost.ipynb #7e6ad2a1
 def _tree_round(s:TreeSpiderState, t:int, problem, stream, D, b, beta, r, L0, sigma_root, sigma_node, alpha_tilde, step_after_last_leaf, record):

@@ -20,8 +20,6 @@ __all__ = ['SAMPLE_STREAM', 'RATES', 'geman_mcclure_pool', 'pool_sample', 'grad_
            'rate_slope', 'stationarity_rates_experiment', 'format_stationarity_rates', 'plot_stationarity_rates']
 
 # %% ../nbs/experiments/61_stationarity_rates.ipynb #59a70c4d
-SAMPLE_STREAM = 0x7361   # RNG child key of the draw of S from the pool ('sa')
-
 def geman_mcclure_pool(M:int=20000, # pool size: the population
                        d:int=10, # dimension
                        seed:int=0, # seed of the pool
@@ -33,6 +31,9 @@ def geman_mcclure_pool(M:int=20000, # pool size: the population
     rng = make_rng(seed)
     A, w = rng.sphere(M, d), w_norm * rng.sphere(1, d)[0]
     return GemanMcClure(Dataset(A, A @ w + noise * rng.normal(M), "geman-mcclure-pool"))
+
+# %% ../nbs/experiments/61_stationarity_rates.ipynb #c2bda6db
+SAMPLE_STREAM = 0x7361   # RNG child key of the draw of S from the pool ('sa')
 
 def pool_sample(pool:GemanMcClure, # the population
                 n:int, # training-set size
@@ -108,6 +109,7 @@ def _check_rates(ns, d, epsilon, delta, algorithms, seeds):
     if not 0 < delta < 1: raise ValueError(f"`delta` must be in (0, 1). Found {delta!r}.")
     if int(seeds) < 1: raise ValueError(f"Give at least one seed. Found {seeds!r}.")
 
+# %% ../nbs/experiments/61_stationarity_rates.ipynb #1ca611d3
 def _mean_se(v):
     v = np.asarray(v, float)
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
@@ -121,6 +123,7 @@ def _rates_point(algorithm, n, runs) -> dict:
              epsilon_spent=max((r["epsilon_spent"] for r in done), default=0.0), seconds=sum(r["seconds"] for r in done))
     return p
 
+# %% ../nbs/experiments/61_stationarity_rates.ipynb #d7777f6f
 def _rates_slopes(points, algorithms, d, epsilon, delta, L0, L1) -> list:
     out = []
     for a in algorithms:
@@ -137,6 +140,34 @@ def _rates_slopes(points, algorithms, d, epsilon, delta, L0, L1) -> list:
     return out
 
 # %% ../nbs/experiments/61_stationarity_rates.ipynb #ee6ec58f
+def _rates_runs(algorithms, ns, seed_list, d, epsilon, delta, pool_size, pool_seed, ov, jobs, scheduler, cache_path, progress) -> tuple:
+    "({(algorithm, n, seed): its record}, runs resumed from `cache_path`)."
+    from tqdm.auto import tqdm
+    store = RunStore(cache_path)                                      # finished runs of an earlier, stopped call are skipped
+    key = lambda a, n, s: ("rates", a, int(n), int(d), float(epsilon), float(delta), int(s), int(pool_size), int(pool_seed), tuple(sorted(ov(a).items())))
+    jobs_list = [(a, n, s) for a in algorithms for n in ns for s in seed_list]
+    todo = [j for j in jobs_list if key(*j) not in store]
+    with experiment_executor(jobs, scheduler) as ex, tqdm(total=len(todo), desc="stationarity-rates", disable=not progress) as bar:
+        if ex is None:
+            for a, n, s in todo:
+                store[key(a, n, s)] = score_rates_run(a, n, d, epsilon, delta, s, pool_size, pool_seed, **ov(a)); bar.update()
+        else:
+            futs = {j: ex.submit(score_rates_run, j[0], j[1], d, epsilon, delta, j[2], pool_size, pool_seed, **ov(j[0])) for j in todo}
+            for j, f in futs.items(): store[key(*j)] = f.result(); bar.update()
+    return {j: store[key(*j)] for j in jobs_list}, store.resumed
+
+# %% ../nbs/experiments/61_stationarity_rates.ipynb #b167f767
+def _rates_result(runs, ns, seed_list, d, epsilon, delta, algorithms, seeds, base_seed, pool_size, pool_seed, resumed) -> dict:
+    "The experiment's JSON result from its runs."
+    points = [_rates_point(a, n, [runs[a, n, s] for s in seed_list]) for a in algorithms for n in ns]
+    pool = _cached_pool(pool_size, d, pool_seed, 1.0, 0.3)
+    return dict(config=dict(ns=ns, d=int(d), epsilon=float(epsilon), delta=float(delta), algorithms=algorithms, seeds=int(seeds), base_seed=int(base_seed),
+                            pool_size=int(pool_size), pool_seed=int(pool_seed), L0=float(pool.L), L1=float(pool.smoothness)),
+                population_x0=grad_norm(pool, pool.x0), points=points,
+                slopes=_rates_slopes(points, algorithms, d, epsilon, delta, float(pool.L), float(pool.smoothness)),
+                resumed_runs=resumed)
+
+# %% ../nbs/experiments/61_stationarity_rates.ipynb #a5050b96
 def stationarity_rates_experiment(ns=(2000, 8000, 32000), # training-set sizes
                                   d:int=10, epsilon:float=1.0, delta:float=1e-5, # fixed dimension and privacy target
                                   algorithms=tuple(RATES), # keys of `RATES`
@@ -150,33 +181,28 @@ def stationarity_rates_experiment(ns=(2000, 8000, 32000), # training-set sizes
                                   overrides:dict|None=None, # algorithm -> extra `minimize` overrides
                                  ) -> dict:
     "Gradient norms against n at fixed (d, ε, δ) for each algorithm, their log-log slopes, and the theory's beside them."
-    from tqdm.auto import tqdm
     algorithms, ns = list(algorithms), sorted(int(n) for n in ns)
     _check_rates(ns, d, epsilon, delta, algorithms, seeds)
     seed_list = range(int(base_seed), int(base_seed) + int(seeds))
-    jobs_list = [(a, n, s) for a in algorithms for n in ns for s in seed_list]
     ov = lambda a: dict((overrides or {}).get(a, {}))
-    store = RunStore(cache_path)                                      # finished runs of an earlier, stopped call are skipped
-    key = lambda a, n, s: ("rates", a, int(n), int(d), float(epsilon), float(delta), int(s), int(pool_size), int(pool_seed), tuple(sorted(ov(a).items())))
-    todo = [j for j in jobs_list if key(*j) not in store]
-    with experiment_executor(jobs, scheduler) as ex, tqdm(total=len(todo), desc="stationarity-rates", disable=not progress) as bar:
-        if ex is None:
-            for a, n, s in todo:
-                store[key(a, n, s)] = score_rates_run(a, n, d, epsilon, delta, s, pool_size, pool_seed, **ov(a)); bar.update()
-        else:
-            futs = {j: ex.submit(score_rates_run, j[0], j[1], d, epsilon, delta, j[2], pool_size, pool_seed, **ov(j[0])) for j in todo}
-            for j, f in futs.items(): store[key(*j)] = f.result(); bar.update()
-    points = [_rates_point(a, n, [store[key(a, n, s)] for s in seed_list]) for a in algorithms for n in ns]
-    pool = _cached_pool(pool_size, d, pool_seed, 1.0, 0.3)
-    return dict(config=dict(ns=ns, d=int(d), epsilon=float(epsilon), delta=float(delta), algorithms=algorithms, seeds=int(seeds), base_seed=int(base_seed),
-                            pool_size=int(pool_size), pool_seed=int(pool_seed), L0=float(pool.L), L1=float(pool.smoothness)),
-                population_x0=grad_norm(pool, pool.x0), points=points,
-                slopes=_rates_slopes(points, algorithms, d, epsilon, delta, float(pool.L), float(pool.smoothness)),
-                resumed_runs=store.resumed)
+    runs, resumed = _rates_runs(algorithms, ns, seed_list, d, epsilon, delta, pool_size, pool_seed, ov, jobs, scheduler, cache_path, progress)
+    return _rates_result(runs, ns, seed_list, d, epsilon, delta, algorithms, seeds, base_seed, pool_size, pool_seed, resumed)
 
 # %% ../nbs/experiments/61_stationarity_rates.ipynb #e966a305
 def _fmt(v, se=None): return "-" if v is None else (f"{v:.2e}" + (f" ± {se:.1e}" if se is not None else ""))
 
+# %% ../nbs/experiments/61_stationarity_rates.ipynb #cae17a21
+def _rates_slope_lines(result:dict) -> list:
+    "The slopes table of `format_stationarity_rates`."
+    lines = ["", f"{'algorithm':20} {'bounded':>10}  {'slope (bounded)':>16}  {'slope (other)':>14}  {'theory (grid)':>13}  {'asymptotic':>10}  source"]
+    for s in result["slopes"]:
+        other = "population" if s["bounded"] == "erm" else "erm"
+        f = lambda k: "-" if s[k + "_slope"] is None else f"{s[k + '_slope']:+.2f} ± {s[k + '_slope_se']:.2f}"
+        lines.append(f"{s['algorithm']:20} {s['bounded']:>10}  {f(s['bounded']):>16}  {f(other):>14}  "
+                     f"{(s['theory_slope'] if s['theory_slope'] is not None else math.nan):>+13.2f}  {s['asymptotic_slope']:>+10.2f}  {s['source']}")
+    return lines
+
+# %% ../nbs/experiments/61_stationarity_rates.ipynb #69b06d5e
 def format_stationarity_rates(result:dict) -> str:
     "The grid (mean gradient norms ± SE, the theory's rate with constants 1) and the slopes, as text."
     c = result["config"]
@@ -188,14 +214,25 @@ def format_stationarity_rates(result:dict) -> str:
         t = rate_at.get((p["algorithm"], p["n"]))
         lines.append(f"{p['algorithm']:20} {p['n']:>7}  {_fmt(p['erm'], p['erm_se']):>22}  {_fmt(p['population'], p['population_se']):>26}  "
                      f"{(f'{t:.4f}' if t is not None else 'refused'):>10}  {p['epsilon_spent']:>9.3f}  {p['clipped_fraction']:>7.1%}  {p['seconds']:>7.1f}")
-    lines += ["", f"{'algorithm':20} {'bounded':>10}  {'slope (bounded)':>16}  {'slope (other)':>14}  {'theory (grid)':>13}  {'asymptotic':>10}  source"]
-    for s in result["slopes"]:
-        other = "population" if s["bounded"] == "erm" else "erm"
-        f = lambda k: "-" if s[k + "_slope"] is None else f"{s[k + '_slope']:+.2f} ± {s[k + '_slope_se']:.2f}"
-        lines.append(f"{s['algorithm']:20} {s['bounded']:>10}  {f(s['bounded']):>16}  {f(other):>14}  "
-                     f"{(s['theory_slope'] if s['theory_slope'] is not None else math.nan):>+13.2f}  {s['asymptotic_slope']:>+10.2f}  {s['source']}")
-    return "\n".join(lines)
+    return "\n".join(lines + _rates_slope_lines(result))
 
+# %% ../nbs/experiments/61_stationarity_rates.ipynb #ed5aa7c9
+def _plot_rates_panel(ax, result:dict, kind:str, title:str, colors:dict):
+    "One panel of `plot_stationarity_rates`: the `kind` ('erm' or 'population') gradient norm against n."
+    for a in result["config"]["algorithms"]:
+        pts = [p for p in result["points"] if p["algorithm"] == a and p[kind] is not None]
+        ax.errorbar([p["n"] for p in pts], [p[kind] for p in pts], yerr=[p[kind + "_se"] for p in pts], marker="o", capsize=3,
+                    color=colors[a], label=f"{a} (measured)")
+        s = next(s for s in result["slopes"] if s["algorithm"] == a)
+        if s["bounded"] == kind and s["n"]:
+            ax.plot(s["n"], s["theory"], "--", color=colors[a], label=f"{a}: rate, constants 1 (slope {s['asymptotic_slope']:+.2f})")
+    ax.axhline(result["population_x0"], color="grey", lw=0.8, ls=":", label="at x0 (population)")
+    ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlabel("n"); ax.set_title(title); ax.grid(True, which="both", alpha=0.3)
+    ns = result["config"]["ns"]
+    ax.set_xticks(ns, [f"{n:,}" for n in ns], minor=False); ax.set_xticks([], minor=True)
+    ax.legend(fontsize=7, loc="best", framealpha=0.8)
+
+# %% ../nbs/experiments/61_stationarity_rates.ipynb #17978c76
 def plot_stationarity_rates(result:dict, # the output of `stationarity_rates_experiment` (or its JSON)
                             path=None, # save the figure here (PNG/SVG by extension) and close it
                            ):
@@ -206,18 +243,7 @@ def plot_stationarity_rates(result:dict, # the output of `stationarity_rates_exp
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     colors = dict(zip(result["config"]["algorithms"], plt.rcParams["axes.prop_cycle"].by_key()["color"]))
     for ax, kind, title in zip(axes, ("erm", "population"), ("empirical  ||∇F(w; S)||", "population  ||∇F(w; D)||")):
-        for a in result["config"]["algorithms"]:
-            pts = [p for p in result["points"] if p["algorithm"] == a and p[kind] is not None]
-            ax.errorbar([p["n"] for p in pts], [p[kind] for p in pts], yerr=[p[kind + "_se"] for p in pts], marker="o", capsize=3,
-                        color=colors[a], label=f"{a} (measured)")
-            s = next(s for s in result["slopes"] if s["algorithm"] == a)
-            if s["bounded"] == kind and s["n"]:
-                ax.plot(s["n"], s["theory"], "--", color=colors[a], label=f"{a}: rate, constants 1 (slope {s['asymptotic_slope']:+.2f})")
-        ax.axhline(result["population_x0"], color="grey", lw=0.8, ls=":", label="at x0 (population)")
-        ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlabel("n"); ax.set_title(title); ax.grid(True, which="both", alpha=0.3)
-        ns = result["config"]["ns"]
-        ax.set_xticks(ns, [f"{n:,}" for n in ns], minor=False); ax.set_xticks([], minor=True)
-        ax.legend(fontsize=7, loc="best", framealpha=0.8)
+        _plot_rates_panel(ax, result, kind, title, colors)
     axes[0].set_ylabel("gradient norm at the output (mean over seeds)")
     c = result["config"]
     fig.suptitle(f"Stationarity against n (d = {c['d']}, ε = {c['epsilon']:g}, δ = {c['delta']:g}, {c['seeds']} seeds)")

@@ -50,6 +50,14 @@ def _take(self, b:int):
     idx = self.order[self.position : self.position + b]
     return self._hand_out(idx)
 
+def _hand_out(self, idx):
+    if np.any(self.uses[idx] > 0): raise SampleReuseError("Internal error: a sample was about to be reused.")
+    self.uses[idx] += 1; self.position += len(idx)
+    return idx, self.data[idx]
+
+DataStream.take, DataStream._hand_out = _take, _hand_out
+
+# %% ../nbs/core/04a_streams.ipynb #2b4fc0de
 def _take_indices(self, idx):
     "Hand out specific samples by index; raises `SampleReuseError` if any was handed out before."
     idx = np.asarray(idx, dtype=np.int64)
@@ -60,12 +68,7 @@ def _take_indices(self, idx):
     self.order = np.concatenate([self.order[: self.position], self.order[self.position:][chosen], self.order[self.position:][~chosen]])
     return self._hand_out(self.order[self.position : self.position + len(idx)])
 
-def _hand_out(self, idx):
-    if np.any(self.uses[idx] > 0): raise SampleReuseError("Internal error: a sample was about to be reused.")
-    self.uses[idx] += 1; self.position += len(idx)
-    return idx, self.data[idx]
-
-DataStream.take, DataStream.take_indices, DataStream._hand_out = _take, _take_indices, _hand_out
+DataStream.take_indices = _take_indices
 
 # %% ../nbs/core/04a_streams.ipynb #55ccf14e
 class MultiPassView:

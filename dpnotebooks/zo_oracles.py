@@ -88,6 +88,13 @@ def _check_call(self, z, t):
     return z
 
 # %% ../nbs/algorithms/11_zo_oracles.ipynb #393ec801
+def _klt_store(self, problem, alpha, period, m, C1, C2, directions, chunk, rng):
+    "Store the checked hyperparameters both KLT oracles share, and an empty run state (no g, no z_{t−1}, nothing clipped)."
+    self.problem, self.dim, self.alpha, self.period, self.m = problem, problem.dim, float(alpha), int(period), int(m)
+    self.C1, self.C2, self.directions, self.chunk, self.rng = float(C1), float(C2), directions, int(chunk), make_rng(rng)
+    self.g, self.z_prev, self.t_last, self.clip = None, None, 0, ClipCounter()
+
+# %% ../nbs/algorithms/11_zo_oracles.ipynb #324f2a08
 class KLTSinglePassOracle(TreeOracle):
     "Single-pass variance-reduced zeroth-order oracle with tree noise (KLT Alg. 3; sphere directions, clipped per sample)."
     access = "single-pass"
@@ -107,16 +114,16 @@ class KLTSinglePassOracle(TreeOracle):
                 ):
         _check_klt(problem, alpha, period, m, dict(sigma=sigma), C1, C2, directions, chunk, B1=B1, B2=B2)
         if not hasattr(stream, "take"): raise TypeError(f"`stream` must be a `DataStream` (single-pass access). Found {type(stream).__name__}.")
-        self.problem, self.stream, self.dim = problem, stream, problem.dim
-        self.alpha, self.period, self.B1, self.B2, self.m = float(alpha), int(period), int(B1), int(B2), int(m)
-        self.sigma, self.C1, self.C2, self.directions, self.chunk = float(sigma), float(C1), float(C2), directions, int(chunk)
-        self.rng = make_rng(rng)
+        _klt_store(self, problem, alpha, period, m, C1, C2, directions, chunk, rng)
+        self.stream, self.B1, self.B2, self.sigma = stream, int(B1), int(B2), float(sigma)
         self.tree = TreeMechanism(self.dim, self.sigma, self.period, rng=self.rng.child(KLT_NOISE))
-        self.g, self.z_prev, self.t_last, self.clip = None, None, 0, ClipCounter()
 
-    def __repr__(self):
-        return (f"KLTSinglePassOracle(d={self.dim}, alpha={self.alpha:g}, period={self.period}, B1={self.B1}, B2={self.B2}, m={self.m}, "
-                f"sigma={self.sigma:g}, C1={self.C1:g}, C2={self.C2:g}, directions={self.directions!r}, t={self.t_last})")
+# %% ../nbs/algorithms/11_zo_oracles.ipynb #55586404
+def _sp_repr(self):
+    return (f"KLTSinglePassOracle(d={self.dim}, alpha={self.alpha:g}, period={self.period}, B1={self.B1}, B2={self.B2}, m={self.m}, "
+            f"sigma={self.sigma:g}, C1={self.C1:g}, C2={self.C2:g}, directions={self.directions!r}, t={self.t_last})")
+
+KLTSinglePassOracle.__repr__ = _sp_repr
 
 # %% ../nbs/algorithms/11_zo_oracles.ipynb #1ffdeb0a
 def _sp_sensitivity(self) -> float:
@@ -168,15 +175,15 @@ class KLTMultiPassOracle(Oracle):
         _check_klt(problem, alpha, period, m, dict(sigma1=sigma1, sigma2=sigma2), C1, C2, directions, chunk)
         if (sigma1 > 0) != (sigma2 > 0) and period > 1: raise ValueError(f"`sigma1` and `sigma2` must both be positive (private) or both 0 (non-private). Found {sigma1!r}, {sigma2!r}.")
         if not hasattr(view, "full"): raise TypeError(f"`view` must be a `MultiPassView` (multi-pass access). Found {type(view).__name__}.")
-        self.problem, self.view, self.dim, self.n = problem, view, problem.dim, view.n
-        self.alpha, self.period, self.m = float(alpha), int(period), int(m)
-        self.sigma1, self.sigma2, self.C1, self.C2 = float(sigma1), float(sigma2), float(C1), float(C2)
-        self.directions, self.chunk, self.rng = directions, int(chunk), make_rng(rng)
-        self.g, self.z_prev, self.t_last, self.clip = None, None, 0, ClipCounter()
+        _klt_store(self, problem, alpha, period, m, C1, C2, directions, chunk, rng)
+        self.view, self.n, self.sigma1, self.sigma2 = view, view.n, float(sigma1), float(sigma2)
 
-    def __repr__(self):
-        return (f"KLTMultiPassOracle(n={self.n}, d={self.dim}, alpha={self.alpha:g}, period={self.period}, m={self.m}, sigma1={self.sigma1:g}, "
-                f"sigma2={self.sigma2:g}, C1={self.C1:g}, C2={self.C2:g}, directions={self.directions!r}, t={self.t_last})")
+# %% ../nbs/algorithms/11_zo_oracles.ipynb #4e462533
+def _mp_repr(self):
+    return (f"KLTMultiPassOracle(n={self.n}, d={self.dim}, alpha={self.alpha:g}, period={self.period}, m={self.m}, sigma1={self.sigma1:g}, "
+            f"sigma2={self.sigma2:g}, C1={self.C1:g}, C2={self.C2:g}, directions={self.directions!r}, t={self.t_last})")
+
+KLTMultiPassOracle.__repr__ = _mp_repr
 
 # %% ../nbs/algorithms/11_zo_oracles.ipynb #2ea7b7bc
 def _mp_sensitivities(self) -> tuple:

@@ -101,6 +101,23 @@ def _check_sigma(sigma) -> float:
         raise ValueError(f"`sigma` must be a finite number ≥ 0 (0 = non-private). Found {sigma!r}.")
     return float(sigma)
 
+# %% ../nbs/algorithms/11a_ztc_oracle.ipynb #8ea2c946
+def _ztc_store(self, problem, stream, alpha, period, B1, B2, sigma, D, n_dirs, L, chunk):
+    "Check ZTC Alg. 4's hyperparameters and store them (n_dirs: default d; L: default problem.L)."
+    self.problem, self.stream, self.dim = problem, stream, int(problem.dim)
+    self.alpha, self.D = check_positive("alpha", alpha), check_positive("D", D)
+    self.period, self.B1, self.B2, self.chunk = (check_count(k, v) for k, v in (("period", period), ("B1", B1), ("B2", B2), ("chunk", chunk)))
+    self.sigma, self.L = _check_sigma(sigma), check_positive("L", problem.L if L is None else L)
+    self.n_dirs = self.dim if n_dirs is None else check_count("n_dirs", n_dirs)
+
+# %% ../nbs/algorithms/11a_ztc_oracle.ipynb #c0e3910d
+def _ztc_start(self, rng):
+    "The state before the first call: streams, a fresh tree, no running g or previous point, empty clip counts."
+    self.rng = make_rng(rng)
+    self.tree = TreeMechanism(self.dim, self.sigma, self.period, rng=self.rng.child(ZTC_STREAM, 2))
+    self.clip, self.t, self.g, self.z_prev = ClipCounter(), 0, None, None
+
+# %% ../nbs/algorithms/11a_ztc_oracle.ipynb #1ed186e1
 class ZTCOracle(TreeOracle):
     "ZTC Alg. 4: GRAD at each period start, DIFF increments after it, released through a fresh tree per period (Alg. 5)."
     access = "single-pass"
@@ -117,14 +134,8 @@ class ZTCOracle(TreeOracle):
                  rng=None, # `RNG`, seed, or None (OS entropy) for directions and noise
                  chunk:int=2**22, # max floats per (b, 2m, d) array
                 ):
-        self.problem, self.stream, self.dim = problem, stream, int(problem.dim)
-        self.alpha, self.D = check_positive("alpha", alpha), check_positive("D", D)
-        self.period, self.B1, self.B2, self.chunk = (check_count(k, v) for k, v in (("period", period), ("B1", B1), ("B2", B2), ("chunk", chunk)))
-        self.sigma, self.L = _check_sigma(sigma), check_positive("L", problem.L if L is None else L)
-        self.n_dirs = self.dim if n_dirs is None else check_count("n_dirs", n_dirs)
-        self.rng = make_rng(rng)
-        self.tree = TreeMechanism(self.dim, self.sigma, self.period, rng=self.rng.child(ZTC_STREAM, 2))
-        self.clip, self.t, self.g, self.z_prev = ClipCounter(), 0, None, None
+        _ztc_store(self, problem, stream, alpha, period, B1, B2, sigma, D, n_dirs, L, chunk)
+        _ztc_start(self, rng)
 
 # %% ../nbs/algorithms/11a_ztc_oracle.ipynb #c8b80b20
 def _ztc_sens(self) -> tuple:
@@ -174,16 +185,19 @@ class ZTCNaiveOracle(Oracle):
         self.L, self.rng = check_positive("L", problem.L if L is None else L), make_rng(rng)
         self.clip, self.t = ClipCounter(), 0
 
-    @property
-    def sensitivity(self) -> float: return 2 * self.dim * self.L / self.B
+# %% ../nbs/algorithms/11a_ztc_oracle.ipynb #25550584
+def _naive_sensitivity(self) -> float: return 2 * self.dim * self.L / self.B
 
-    def releases(self, T:int) -> Ledger:
-        "One Gaussian release per step over disjoint samples; empty when σ = 0."
-        check_count("T", T)
-        if self.sigma == 0: return Ledger()
-        return Ledger((Release("gaussian", self.sensitivity, self.sigma, 1, touches="one step", label="ZTC Alg. 6: noisy two-point estimate"),))
+def _naive_releases(self, T:int) -> Ledger:
+    "One Gaussian release per step over disjoint samples; empty when σ = 0."
+    check_count("T", T)
+    if self.sigma == 0: return Ledger()
+    return Ledger((Release("gaussian", self.sensitivity, self.sigma, 1, touches="one step", label="ZTC Alg. 6: noisy two-point estimate"),))
 
-    def samples_needed(self, T:int) -> int: return check_count("T", T) * self.B
+def _naive_samples_needed(self, T:int) -> int: return check_count("T", T) * self.B
+
+ZTCNaiveOracle.sensitivity = property(_naive_sensitivity)
+ZTCNaiveOracle.releases, ZTCNaiveOracle.samples_needed = _naive_releases, _naive_samples_needed
 
 # %% ../nbs/algorithms/11a_ztc_oracle.ipynb #50eec1bd
 def _naive_call(self, z, # the query point w_t, shape (d,)
