@@ -23,6 +23,8 @@ A tour in a few names (each is documented: `help(dpnotebooks.minimize)` lists ev
 
 - `list_algorithms()`: the algorithms of the four papers (KLT, ZTC, ABGGMU, LT) and DP-SGD, with their theorems.
 - `Dataset(A, y)` and `with_data(problem, dataset)`: your own data; `load_file` reads .npz and .csv files.
+- `from_torch(module, data, L, loss=...)` and `from_jax(loss, params, data, L)`: your own model, written in PyTorch
+  or JAX (optional extras), as a problem every algorithm accepts.
 - `set_backend("cupy")`: the same code on a GPU; `available_backends()` says what this machine has.
 - `Result`: the output point, its `Ledger` of noisy releases and `epsilon_spent` for replace-one neighbours.
 - `BudgetExceededError` and `InsufficientDataError` refuse a run before any data is read; `RunStopped`
@@ -38,6 +40,7 @@ from .ledger import Ledger, Result, BudgetExceededError
 from .registry import Plan, InsufficientDataError, list_algorithms
 from .faults import RunStopped
 from .minimize import minimize, plan_run as plan, planned_ledger
+from .losses import from_jax, from_torch, FrameworkLoss
 
 _all_ = ["set_backend", "get_backend", "use_backend", "available_backends", "Dataset", "Problem", "get_problem", "list_problems",
          "load_file", "with_data", "Ledger", "Result", "BudgetExceededError", "Plan", "InsufficientDataError", "list_algorithms",
@@ -55,4 +58,4 @@ def _with_params(f):
     f.__doc__ = (f.__doc__ or "") + "\n\n" + PARAMS_HEADER + "\n" + "\n".join(rows)
     return f
 
-for _f in (minimize, plan, planned_ledger, get_problem, load_file, set_backend): _with_params(_f)
+for _f in (minimize, plan, planned_ledger, get_problem, load_file, set_backend, from_jax, from_torch): _with_params(_f)

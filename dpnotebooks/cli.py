@@ -26,9 +26,9 @@ from .registry import record_dict
 from .checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'evaluate', 'evaluation_block', 'run_data', 'run_algorithm',
-           'format_run', 'dry_run', 'cmd_run', 'run_demo', 'format_demo', 'plot_demo', 'cmd_demo', 'cmd_audit',
-           'cmd_experiment', 'build_parser', 'main']
+__all__ = ['ALGORITHMS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'evaluate', 'evaluation_block', 'load_loss', 'run_data',
+           'run_algorithm', 'format_run', 'dry_run', 'cmd_run', 'run_demo', 'format_demo', 'plot_demo', 'cmd_demo',
+           'cmd_audit', 'cmd_experiment', 'build_parser', 'main']
 
 # %% ../nbs/interface/50_cli.ipynb #66e348ae
 ALGORITHMS = {**dict(list_algorithms()),
@@ -60,7 +60,8 @@ def evaluate(problem, x, alpha:float, k:int=128, kind:str="goldstein") -> dict:
     stat = goldstein_norm(problem, x, 2 * alpha, k=k, rng=1) if kind == "goldstein" else grad_norm(problem, x)
     out = dict(loss=float(to_numpy(problem.loss(x[None, :]))[0]), stationarity=float(stat))
     if kind == "sosp": out["lambda_min"] = hessian_min_eig(problem, x, len(x))     # Lanczos on Hessian-vector products
-    if problem.name in ("logistic", "sigmoid-glm"):                                  # labels ±1 (logistic) or 0/1 (sigmoid-glm)
+    if getattr(problem, "classifier", False): out["accuracy"] = problem.score(x)     # a user's model with a predictor (04e_losses)
+    elif problem.name in ("logistic", "sigmoid-glm"):                                # labels ±1 (logistic) or 0/1 (sigmoid-glm)
         t, y = to_numpy(problem.data.A) @ x, to_numpy(problem.data.y)
         out["accuracy"] = float(np.mean((t > 0) == (y > (0.5 if problem.name == "sigmoid-glm" else 0.0))))
     return out
@@ -75,9 +76,30 @@ def evaluation_block(problem, x0, x, alpha:float, kind:str, what:str) -> dict:
         if key in b: block.update({f"{key}_x0": a[key], f"{key}_out": b[key]})
     return block
 
+# %% ../nbs/interface/50_cli.ipynb #70d4e981
+def load_loss(spec:str): # 'module:function'; function(Dataset) -> Problem
+    "The user's problem factory named by `--problem MODULE:FUNCTION`."
+    import importlib, os
+    mod, _, fn = spec.partition(":")
+    if not mod or not fn: raise ValueError(f"A user loss is given as MODULE:FUNCTION (e.g. my_model:make_problem). Found {spec!r}.")
+    if os.getcwd() not in sys.path: sys.path.insert(0, os.getcwd())
+    try: f = getattr(importlib.import_module(mod), fn)
+    except (ImportError, AttributeError) as err: raise ValueError(f"Cannot load the loss {spec!r}: {err}. Check the module is importable from here.") from err
+    if not callable(f): raise ValueError(f"{spec} is not a function of the dataset.")
+    return f
+
+def _user_problem(spec:str, data):
+    if data in (None, "synthetic"): raise ValueError(f"--problem {spec} is your own loss: give its data with --data FILE (.npz or .csv).")
+    p = load_loss(spec)(load_file(data))
+    if not hasattr(p, "value") or not hasattr(p, "data"): raise ValueError(f"{spec} must return a Problem (e.g. from from_torch or from_jax). Found {type(p).__name__}.")
+    return p
+
 # %% ../nbs/interface/50_cli.ipynb #f14ee58b
 def run_data(problem:str, n:int, d:int, data_seed:int=0, data:str|None=None, test:str|None=None, n_test:int|None=None) -> tuple:
     "(the training problem, the held-out problem or None, what the held-out data is): a synthetic split, or `test` for user data."
+    if ":" in problem:                                                                   # the user's own loss
+        train = _user_problem(problem, data)
+        return (train, None, None) if test is None else (train, with_data(train, load_file(test)), f"held-out file {test} (not private)")
     if data in (None, "synthetic"):
         n_test = min(n, 10_000) if n_test is None else n_test
         full = get_problem(problem, n=n + n_test, d=d, seed=data_seed)
@@ -97,7 +119,8 @@ def run_algorithm(algorithm:str, problem:str="robust-regression", n:int=20000, d
                   test:str|None=None, nonprivate_diagnostics:bool=False, secure:bool=False, **overrides) -> dict:
     "Run `algorithm` through `minimize` and return the JSON record of DESIGN.md's `dpnb run` contract (optionally checkpointed)."
     check_request(algorithm, epsilon, delta, alpha, beta, **overrides)   # the request alone: refused before any data is built
-    if problem not in PROBLEMS: raise ValueError(f"Unknown problem {problem!r}. Available: {', '.join(PROBLEMS)}.")   # before any data is built
+    if problem not in PROBLEMS and ":" not in problem:                                   # before any data is built
+        raise ValueError(f"Unknown problem {problem!r}. Available: {', '.join(PROBLEMS)}, or your own loss as MODULE:FUNCTION.")
     p, held, what = run_data(problem, n, d, data_seed, data, test)
     request = dict(algorithm=algorithm, problem=problem, n=n, d=d, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, seed=seed,
                    data=str(Path(data).resolve()) if data and Path(data).exists() else data, data_seed=data_seed, accountant=accountant,
@@ -184,7 +207,7 @@ def dry_run(algorithm:str, problem:str, n:int, d:int, epsilon, delta, alpha=None
             accountant:str=DEFAULT_ACCOUNTANT, **overrides) -> str:
     "The plan and its price, without running: what `dpnb run --dry-run` prints (no sample is read by the algorithm, nothing is spent)."
     check_request(algorithm, epsilon, delta, alpha, beta, **overrides)
-    p = get_problem(problem, n=n, d=d, seed=data_seed, data=data)
+    p = _user_problem(problem, data) if ":" in problem else get_problem(problem, n=n, d=d, seed=data_seed, data=data)
     plan = plan_run(p, algorithm, epsilon, delta, alpha, beta, accountant, **overrides)
     led = planned_ledger(p, plan)
     price = (f"epsilon {led.spent(plan.delta, accountant):.4g} of {plan.epsilon:g} at delta {plan.delta:g} ({NEIGHBOURING}, {accountant})"
@@ -406,7 +429,7 @@ def cmd_experiment(args) -> int:
 # %% ../nbs/interface/50_cli.ipynb #82ecb5f9
 def _add_run_data(r):
     "`dpnb run`'s problem and data options."
-    r.add_argument("--problem", default="robust-regression", help="problem name (default robust-regression)")
+    r.add_argument("--problem", default="robust-regression", help="problem name (default robust-regression), or your own loss as MODULE:FUNCTION (FUNCTION(dataset) -> Problem; needs --data)")
     r.add_argument("--data", default=None, help="'breast-cancer', 'digits', or a .npz (X, y) / .csv file (default: synthetic)")
     r.add_argument("--n", type=_positive_int, default=20000, help="synthetic samples (default 20000)")
     r.add_argument("--d", type=_positive_int, default=10, help="synthetic dimension (default 10)")

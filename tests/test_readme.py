@@ -67,5 +67,5 @@ def test_readme_shows_the_private_run_and_its_report():
     assert 'get_problem("logistic", data="breast-cancer")' in text and "held-out accuracy" in text and "training accuracy" not in text
     assert "| neighbouring | replace-one |" in text
     assert "epsilon spent / target" in text and "**Ledger**" in text
-    for link in ("nbs/tutorials/70_bring_your_own_loss.ipynb", "nbs/planning/71_which_algorithm.ipynb"):
+    for link in ("nbs/tutorials/70_bring_your_own_loss.ipynb", "nbs/tutorials/72_bring_your_own_model.ipynb", "nbs/planning/71_which_algorithm.ipynb"):
         assert f"]({link})" in text and (ROOT / link).exists(), link

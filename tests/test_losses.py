@@ -1,0 +1,113 @@
+"""Bring your own model (issue 20 §1, nbs/core/04e_losses): per-example losses written in JAX (run in CI: jax is in the
+dev extra) or PyTorch (where it is installed) become problems every algorithm accepts; their per-sample gradients match
+finite differences and hand-written references in float64; clipping, not the declared L, bounds the sensitivity."""
+import numpy as np
+import pytest
+from dpnotebooks.losses import from_jax, from_torch
+from dpnotebooks.minimize import minimize, planned_ledger, plan_run
+
+jax = pytest.importorskip("jax", reason="JAX is not installed: pip install 'dpnotebooks[jax]' (it is in the dev extra)")
+import jax.numpy as jnp
+try: import torch
+except ImportError: torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed here (optional extra: pip install 'dpnotebooks[torch]')")
+
+P, H = 4, 6
+
+def data(n=400, seed=0):
+    r = np.random.default_rng(seed); A = r.normal(size=(n, P)) / np.sqrt(P)
+    return A, (A @ np.array([1.0, -2.0, 0.5, 1.0]) > 0).astype(float)
+
+def mlp_weights(seed=0):
+    r = np.random.default_rng(seed)
+    return dict(W1=r.normal(size=(P, H)) / 2, b1=r.normal(size=H) / 4, w2=r.normal(size=H) / 2, b2=np.array(0.1))
+
+def jax_mlp(d=None):
+    logit = lambda q, a: jnp.maximum(a @ q["W1"] + q["b1"], 0) @ q["w2"] + q["b2"]
+    bce = lambda q, a, y: jnp.logaddexp(0.0, logit(q, a)) - y * logit(q, a)
+    return from_jax(bce, {k: jnp.asarray(v) for k, v in mlp_weights().items()}, d or data(), L=1.0, predict=logit)
+
+def torch_mlp(d=None):
+    w = mlp_weights(); net = torch.nn.Sequential(torch.nn.Linear(P, H), torch.nn.ReLU(), torch.nn.Linear(H, 1)).double()
+    with torch.no_grad():
+        net[0].weight.copy_(torch.as_tensor(w["W1"].T)); net[0].bias.copy_(torch.as_tensor(w["b1"]))
+        net[2].weight.copy_(torch.as_tensor(w["w2"][None])); net[2].bias.copy_(torch.as_tensor(w["b2"][None]))
+    return from_torch(net, d or data(), L=1.0, loss=torch.nn.functional.binary_cross_entropy_with_logits)
+
+def fd_error(prob, k=3, b=5, h=1e-6):
+    r = np.random.default_rng(1); X, batch = prob.x0[None] + 0.3 * r.normal(size=(k, prob.dim)), prob.data[:b]
+    G = np.asarray(prob.grad(X, batch))
+    fd = np.stack([(prob.value(X + h * e, batch) - prob.value(X - h * e, batch)) / (2 * h) for e in np.eye(prob.dim)], axis=-1)
+    Xe = np.broadcast_to(X, (b, k, prob.dim)).copy()
+    assert np.allclose(prob.value_each(Xe, batch), np.asarray(prob.value(X, batch)).T, rtol=0, atol=1e-13)
+    assert np.allclose(prob.grad_each(Xe, batch), G.transpose(1, 0, 2), rtol=0, atol=1e-13)
+    return float(np.abs(fd - G).max())
+
+def test_jax_per_sample_gradients_match_finite_differences():
+    assert fd_error(jax_mlp()) < 1e-8
+
+@needs_torch
+def test_torch_per_sample_gradients_match_finite_differences():
+    assert fd_error(torch_mlp()) < 1e-8
+
+def test_jax_logistic_regression_matches_the_hand_written_gradient():
+    A, y = data(); lr = from_jax(lambda w, a, t: jnp.logaddexp(0.0, a @ w) - t * (a @ w), jnp.zeros(P), (A, y), L=1.0)
+    W = np.random.default_rng(2).normal(size=(3, P)); Z = W @ A[:7].T
+    assert np.allclose(lr.grad(W, lr.data[:7]), (1 / (1 + np.exp(-Z)) - y[:7])[..., None] * A[:7][None], rtol=0, atol=1e-12)
+
+@needs_torch
+def test_the_same_network_in_torch_and_jax_gives_the_same_numbers():
+    pj, pt = jax_mlp(), torch_mlp()
+    order = {"W1": "0.weight", "b1": "0.bias", "w2": "2.weight", "b2": "2.bias"}        # the two flattenings differ in order
+    Xt = np.random.default_rng(3).normal(size=(2, pt.dim)) / 2
+    Xj = np.stack([np.concatenate([np.asarray(pt.params_at(x)[order[k]]).T.reshape(-1) for k in sorted(order)]) for x in Xt])
+    assert np.allclose(pj.value(Xj, pj.data[:9]), pt.value(Xt, pt.data[:9]), rtol=0, atol=1e-12)
+    assert np.allclose(pj.predict(Xj[0], pj.data.A), pt.predict(Xt[0], pt.data.A), rtol=0, atol=1e-12)
+
+@pytest.mark.parametrize("algorithm, kw", [("dp-sgd", dict(alpha=0.01)), ("klt-first-order", dict(alpha=0.05, m=8)),
+                                           ("ztc", dict(alpha=0.05)), ("klt-single-pass", dict(alpha=0.05, m=8))])
+def test_algorithms_run_a_jax_loss_within_budget_and_reproducibly(algorithm, kw):
+    prob = jax_mlp(data(3000))
+    a, b = (minimize(prob, algorithm, epsilon=2.0, delta=1e-5, seed=4, **kw) for _ in range(2))
+    assert a.epsilon_spent <= 2.0 and np.all(np.isfinite(a.x)) and np.array_equal(a.x, b.x)
+    assert a.ledger == planned_ledger(prob, plan_run(prob, algorithm, 2.0, 1e-5, **kw))
+
+def test_zeroth_order_algorithms_use_only_values():
+    prob, calls = jax_mlp(data(3000)), []
+    def recorded(f):
+        def g(X, batch): calls.append(bool(np.all(np.asarray(batch.A) == 0))); return f(X, batch)
+        return g
+    prob.grad, prob.grad_each = recorded(prob.grad), recorded(prob.grad_each)
+    assert np.all(np.isfinite(minimize(prob, "ztc", epsilon=2.0, delta=1e-5, alpha=0.05, seed=0).x))
+    assert all(calls)                            # only `check_loss`'s shape probe, on a zero batch: no gradient of the data
+
+def test_a_smooth_jax_loss_runs_the_smooth_algorithms():
+    A, y = data(2000); A = A / np.maximum(1.0, np.linalg.norm(A, axis=1, keepdims=True))        # ||a|| <= 1: 0.25-smooth
+    lr = from_jax(lambda w, a, t: jnp.logaddexp(0.0, a @ w) - t * (a @ w), jnp.zeros(P), (A, y), L=1.0, smoothness=0.25,
+                  predict=lambda w, a: a @ w)
+    r = minimize(lr, "abggmu-spider", epsilon=2.0, delta=1e-5, seed=0, L1=0.25)
+    assert r.epsilon_spent <= 2.0 and lr.score(r.x, data(2000, seed=9)) > 0.6
+
+def test_a_wrong_L_costs_accuracy_not_privacy():
+    "Gradients 1000 times larger than the declared L: clipping bounds every contribution, the run spends exactly its plan."
+    A, y = data(3000); steep = from_jax(lambda w, a, t: 1000.0 * jnp.abs(a @ w - t), jnp.zeros(P), (A, y), L=1.0)
+    with pytest.warns(UserWarning, match="Clipping fired"):         # asked-for non-private diagnostics say so
+        r = minimize(steep, "dp-sgd", epsilon=1.0, delta=1e-5, alpha=0.01, seed=0, diagnostics="nonprivate")
+    assert r.ledger == planned_ledger(steep, plan_run(steep, "dp-sgd", 1.0, 1e-5, 0.01)) and r.nonprivate["clipped_fraction"] > 0.9
+
+def test_bad_input_is_named():
+    A, y = data(50)
+    with pytest.raises(ValueError, match="one scalar per example"): from_jax(lambda q, a, t: a * q, jnp.zeros(P), (A, y), L=1.0)
+    with pytest.raises(ValueError, match="`L` must be"): from_jax(lambda q, a, t: a @ q, jnp.zeros(P), (A, y), L=-1.0)
+    with pytest.raises(TypeError, match="must be a Dataset or a pair"): from_jax(lambda q, a, t: a @ q, jnp.zeros(P), A, L=1.0)
+    with pytest.raises(ValueError, match="without a predictor"): from_jax(lambda q, a, t: a @ q, jnp.zeros(P), (A, y), L=1.0).score(np.zeros(P))
+
+@needs_torch
+def test_torch_bad_input_is_named_and_the_module_comes_back():
+    A, y = data(50); net = torch.nn.Linear(P, 1)
+    with pytest.raises(ValueError, match="needs `loss"): from_torch(net, (A, y), L=1.0)
+    with pytest.raises(ValueError, match="needs `params`"): from_torch(lambda q, a, t: (a * q["w"]).sum(), (A, y), L=1.0)
+    pt = from_torch(net, (A, y), L=1.0, loss=torch.nn.functional.binary_cross_entropy_with_logits)
+    x = np.arange(pt.dim, dtype=float); m = pt.module_at(x)
+    assert np.array_equal(torch.nn.utils.parameters_to_vector(m.parameters()).detach().numpy(), x)
+    assert net.weight.dtype == torch.float32                                                     # the user's module is untouched
