@@ -56,8 +56,8 @@ FrameworkLoss.predict, FrameworkLoss.score, FrameworkLoss.params_at = _predict, 
 
 # %% ../nbs/core/04e_losses.ipynb #cfbc3de4
 def _check_scalar(prob:FrameworkLoss) -> FrameworkLoss:
-    "The loss returns one scalar per example (checked on the first example at x0)."
-    v = to_numpy(prob.value(prob.x0[None], prob.data[:1]))
+    "The loss returns one scalar per example (checked on a zero record at x0, not on the data)."
+    v = to_numpy(prob.value(prob.x0[None], Dataset(np.zeros((1, prob.data.p)), np.zeros(1), "probe")))
     if v.shape != (1, 1):
         raise ValueError(f"The loss must return one scalar per example; on one example it gave shape {v.shape[2:]}. "
                          "Reduce it to a scalar (e.g. .sum()).")

@@ -111,3 +111,13 @@ def test_torch_bad_input_is_named_and_the_module_comes_back():
     x = np.arange(pt.dim, dtype=float); m = pt.module_at(x)
     assert np.array_equal(torch.nn.utils.parameters_to_vector(m.parameters()).detach().numpy(), x)
     assert net.weight.dtype == torch.float32                                                     # the user's module is untouched
+
+def test_building_a_loss_reads_no_data_and_an_overspending_run_is_refused_before_reading():
+    from dpnotebooks.problems import Dataset
+    from dpnotebooks.ledger import BudgetExceededError
+    class Untouchable(Dataset):
+        def __getitem__(self, idx): raise AssertionError("the data were read")
+    A, y = data(2000)
+    prob = from_jax(lambda w, a, t: jnp.logaddexp(0.0, a @ w) - t * (a @ w), jnp.zeros(P), Untouchable(A, y), L=1.0)
+    with pytest.raises(BudgetExceededError, match="Nothing was run"):
+        minimize(prob, "dp-sgd", epsilon=1.0, delta=1e-5, alpha=0.01, seed=0, sigma=1e-3)
