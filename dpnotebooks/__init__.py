@@ -25,7 +25,8 @@ A tour in a few names (each is documented: `help(dpnotebooks.minimize)` lists ev
 - `Dataset(A, y)` and `with_data(problem, dataset)`: your own data; `load_file` reads .npz and .csv files.
 - `from_torch(module, data, L, loss=...)` and `from_jax(loss, params, data, L)`: your own model, written in PyTorch
   or JAX (optional extras), as a problem every algorithm accepts.
-- `set_backend("cupy")`: the same code on a GPU; `available_backends()` says what this machine has.
+- `set_backend("cupy" | "torch" | "array-api-strict")`: the same array-API code on a GPU, on torch tensors, or on the
+  standard's strict reference (the tests' stand-in for a GPU); `available_backends()` says what this machine has.
 - `Result`: the output point, its `Ledger` of noisy releases and `epsilon_spent` for replace-one neighbours.
 - `BudgetExceededError` and `InsufficientDataError` refuse a run before any data is read; `RunStopped`
   reports a fault mid-run with the releases made so far.

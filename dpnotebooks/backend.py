@@ -13,19 +13,22 @@ import numpy as np
 from scipy.special import ndtri
 
 # %% auto #0
-__all__ = ['NOISE_DTYPE', 'BackendUnavailableError', 'available_backends', 'set_backend', 'get_backend', 'get_dtype', 'get_xp',
-           'use_backend', 'asarray', 'to_numpy', 'RNGState', 'RNG', 'SecureGenerator', 'make_rng']
+__all__ = ['BACKENDS', 'NOISE_DTYPE', 'BackendUnavailableError', 'available_backends', 'set_backend', 'get_backend', 'get_xp',
+           'get_device', 'backend_dtype', 'get_dtype', 'use_backend', 'asarray', 'to_numpy', 'einsum', 'take_rows',
+           'vnorm', 'RNGState', 'RNG', 'SecureGenerator', 'make_rng']
 
 # %% ../nbs/core/00_backend.ipynb #7995f2a5
 class BackendUnavailableError(RuntimeError):
     "The requested array backend cannot run on this machine."
 
-_BACKENDS = ("numpy", "cupy")
+BACKENDS = ("numpy", "cupy", "torch", "array-api-strict")
 _DTYPES = ("float64", "float32")
 
 class _State:  # the process-wide backend choice
     name = "numpy"
     dtype = "float64"
+    xp = np        # the namespace of `name`, cached by `set_backend`
+    device = None  # where new arrays go (None: the namespace's default)
 
 # %% ../nbs/core/00_backend.ipynb #c0f2bc2b
 def _load_cupy():
@@ -38,45 +41,80 @@ def _load_cupy():
     if n < 1: raise BackendUnavailableError(f"The 'cupy' backend found no CUDA device. {hint}")
     return cupy
 
+def _import(module:str, extra:str):
+    "Import an optional backend's module, or raise `BackendUnavailableError` naming the extra that installs it."
+    import importlib
+    try: return importlib.import_module(module)
+    except Exception as err:
+        raise BackendUnavailableError(f"This backend needs the {module.split('.')[0]} package, which could not be imported ({err}). "
+                                      f"Install it (`pip install 'dpnotebooks[{extra}]'`) or use the 'numpy' backend.") from err
+
+# %% ../nbs/core/00_backend.ipynb #2dce5c3f
+def _load_backend(name:str) -> tuple:
+    "(namespace, device) of backend `name`, or `BackendUnavailableError` with the fix."
+    if name == "numpy": return np, None
+    if name == "cupy": _load_cupy(); return _import("array_api_compat.cupy", "gpu"), None
+    if name == "torch":
+        xp = _import("array_api_compat.torch", "torch"); torch = _import("torch", "torch")
+        return xp, torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    xp = _import("array_api_strict", "dev")
+    return xp, xp.Device("device1")     # an emulated accelerator: no implicit transfer to or from the host
+
 def available_backends() -> list:
-    "Names of the backends that can run here: always 'numpy', plus 'cupy' where a GPU is usable."
-    try: _load_cupy(); return ["numpy", "cupy"]
-    except BackendUnavailableError: return ["numpy"]
+    "Names of the backends that can run here: 'numpy' always, torch and array-api-strict where installed, cupy where a GPU is usable."
+    from importlib.util import find_spec                 # installed is enough for these two: importing torch costs seconds
+    def ok(name):
+        if name in ("torch", "array-api-strict"): return all(find_spec(m) for m in ("array_api_compat", name.replace("-", "_")))
+        try: _load_backend(name); return True
+        except BackendUnavailableError: return False
+    return [name for name in BACKENDS if name == "numpy" or ok(name)]
 
 # %% ../nbs/core/00_backend.ipynb #300661ce
-def set_backend(name:str, # 'numpy' or 'cupy'
+def set_backend(name:str, # 'numpy', 'cupy', 'torch' or 'array-api-strict'
                 dtype:str|None=None, # 'float64' (default) or 'float32'; None keeps the current dtype
                ):
     "Select the array backend (and optionally the float dtype) for everything that follows."
-    if name not in _BACKENDS: raise ValueError(f"Unknown backend {name!r}: choose one of {', '.join(_BACKENDS)}.")
+    if name not in BACKENDS: raise ValueError(f"Unknown backend {name!r}: choose one of {', '.join(BACKENDS)}.")
     if dtype is not None and str(np.dtype(dtype)) not in _DTYPES:
         raise ValueError(f"Unsupported dtype {dtype!r}: choose 'float64' or 'float32'.")
-    if name == "cupy": _load_cupy()
+    _State.xp, _State.device = _load_backend(name)
     _State.name = name
     if dtype is not None: _State.dtype = str(np.dtype(dtype))
 
 def get_backend() -> str:
-    "Name of the active backend: 'numpy' or 'cupy'."
+    "Name of the active backend: 'numpy', 'cupy', 'torch' or 'array-api-strict'."
     return _State.name
 
-def get_dtype():
-    "The active floating dtype (a numpy dtype; cupy accepts it too)."
-    return np.dtype(_State.dtype)
-
 def get_xp():
-    "The active array module: `numpy`, or `cupy` on the GPU backend."
-    return _load_cupy() if _State.name == "cupy" else np
+    "The active backend's array-API namespace (`numpy` itself on the default backend)."
+    return _State.xp
+
+def get_device():
+    "The device new arrays are created on (None: the namespace's default). Pass it to every creation function."
+    return _State.device
+
+# %% ../nbs/core/00_backend.ipynb #d7ae4c07
+def backend_dtype(dtype):
+    "The active backend's dtype object for a numpy-style dtype (`np.float64`, `'int64'`) or a backend dtype (returned as is)."
+    if _State.name == "numpy": return np.dtype(dtype)
+    try: name = np.dtype(dtype).name
+    except TypeError: return dtype                       # already the backend's own dtype object
+    return getattr(_State.xp, name)
+
+def get_dtype():
+    "The active floating dtype, as the active backend's dtype object (`np.dtype('float64')` on numpy)."
+    return backend_dtype(_State.dtype)
 
 # %% ../nbs/core/00_backend.ipynb #5b226464
 @contextmanager
-def use_backend(name:str, # 'numpy' or 'cupy'
+def use_backend(name:str, # 'numpy', 'cupy', 'torch' or 'array-api-strict'
                 dtype:str|None=None, # 'float64' or 'float32'; None keeps the current dtype
                ):
     "Context manager: run a block on backend `name` (and `dtype`), then restore the previous choice."
-    old = (_State.name, _State.dtype)
+    old = (_State.name, _State.dtype, _State.xp, _State.device)
     set_backend(name, dtype)
     try: yield get_xp()
-    finally: _State.name, _State.dtype = old
+    finally: _State.name, _State.dtype, _State.xp, _State.device = old
 
 # %% ../nbs/core/00_backend.ipynb #acd29476
 def _backend_from_env():
@@ -91,13 +129,47 @@ _backend_from_env()
 
 # %% ../nbs/core/00_backend.ipynb #c80d0e85
 def asarray(a, dtype=None):
-    "`a` as an array of the active backend, in `dtype` (default: the active float dtype)."
-    return get_xp().asarray(a, dtype=get_dtype() if dtype is None else dtype)
+    "`a` as an array of the active backend on its device, in `dtype` (default: the active float dtype)."
+    dt = get_dtype() if dtype is None else backend_dtype(dtype)
+    if _State.name == "numpy": return np.asarray(a, dtype=dt)
+    if _State.name == "array-api-strict" and isinstance(a, np.generic): a = a.item()   # a numpy scalar is host data too
+    return _State.xp.asarray(a, dtype=dt, device=_State.device)
 
 def to_numpy(a) -> np.ndarray:
-    "A host (numpy) copy of `a`, whichever backend it lives on."
-    if hasattr(a, "get") and not isinstance(a, np.ndarray): return a.get()
+    "A host (numpy) copy of `a`, whichever backend it lives on (cupy, torch, array-api-strict or numpy)."
+    if isinstance(a, np.ndarray): return a
+    if hasattr(a, "get") and type(a).__module__.startswith("cupy"): return a.get()
+    if type(a).__module__.startswith("torch"): return a.detach().cpu().numpy()
+    if type(a).__module__.startswith("array_api_strict"): return np.array(np.from_dlpack(a), copy=True)
     return np.asarray(a)
+
+# %% ../nbs/core/00_backend.ipynb #b152a294
+def _einsum_std(spec:str, *ops):
+    "einsum by broadcasting and `sum`, standard calls only: output letters first, in order, then the contracted ones."
+    xp = get_xp(); ins, out = spec.replace(" ", "").split("->"); ins = ins.split(",")
+    letters = list(out) + sorted(set("".join(ins)) - set(out))
+    def align(x, s):                       # x's axes in `letters` order, size 1 where x lacks the letter
+        own = [c for c in letters if c in s]
+        x = xp.permute_dims(x, tuple(s.index(c) for c in own))
+        return xp.reshape(x, tuple(x.shape[own.index(c)] if c in s else 1 for c in letters))
+    prod = align(ops[0], ins[0])
+    for x, s in zip(ops[1:], ins[1:]): prod = prod * align(x, s)
+    return xp.sum(prod, axis=tuple(range(len(out), len(letters)))) if len(letters) > len(out) else prod
+
+def einsum(spec:str, *ops):
+    "`einsum` on every backend: the backend's own where it has one, standard calls on array-api-strict."
+    if _State.name == "array-api-strict": return _einsum_std(spec, *ops)
+    if _State.name == "torch": import torch; return torch.einsum(spec, *ops)
+    return _State.xp.einsum(spec, *ops)
+
+def take_rows(a, idx):
+    "Rows `idx` (host integers or a device index array) of `a`, on `a`'s backend: `a[idx]` in standard calls."
+    return get_xp().take(a, asarray(idx, dtype=np.int64), axis=0)
+
+def vnorm(v) -> float:
+    "‖v‖ of one vector as a host float (a sync): numpy's `linalg.norm` on numpy (a BLAS dot; `vector_norm` sums in another order, so earlier seeded runs would move in the last bit), `vector_norm` elsewhere."
+    xp = get_xp()
+    return float(np.linalg.norm(v) if xp is np else xp.linalg.vector_norm(v))
 
 # %% ../nbs/core/00_backend.ipynb #c72b0478
 class RNGState(NamedTuple):
@@ -167,28 +239,35 @@ def _seed_sequence(rng:RNG) -> np.random.SeedSequence:
     return np.random.SeedSequence(rng.entropy, spawn_key=rng.path + (rng.counter,))
 
 def _next_generator(rng:RNG):
-    "The generator for the next draw, on the active backend; advances the counter."
+    "The generator for the next draw (cupy's on cupy, numpy's on the host otherwise); advances the counter."
     if rng.secure:
         key = _secure_key(rng); rng.counter += 1
         return SecureGenerator(key)
     ss = _seed_sequence(rng)
     rng.counter += 1
     if get_backend() == "cupy":
-        cupy = get_xp()
+        cupy = _load_cupy()
         seed = int(ss.generate_state(1, np.uint64)[0])
         return cupy.random.RandomState(seed)
     return np.random.Generator(np.random.PCG64(ss))
 
 
 # %% ../nbs/core/00_backend.ipynb #f7c0b5fd
-def _shape(size): return (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+def _shape(size): return (size,) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
 
 NOISE_DTYPE = np.float64   # privacy noise is drawn in float64 whatever the active dtype (float32 mode speeds up the kernels only)
 
+def _host(dt):
+    "The numpy dtype a draw is made in on the host: the active one for None; a backend dtype by its name."
+    if dt is None: return np.dtype(_State.dtype)
+    try: return np.dtype(dt)
+    except TypeError: return np.dtype(str(dt).rsplit(".", 1)[-1])
+
 def _normal(self, size, scale=1.0, dtype=None):
     "N(0, scale^2) draws of shape `size`, in `dtype` (default: the active dtype; privacy noise passes `NOISE_DTYPE`)."
-    g, dt = _next_generator(self), get_dtype() if dtype is None else dtype
-    z = get_xp().asarray(g.standard_normal(_shape(size), dtype=dt)) if isinstance(g, SecureGenerator) else g.standard_normal(_shape(size), dtype=dt)
+    g, dt = _next_generator(self), _host(dtype)
+    if get_backend() == "cupy" and not isinstance(g, SecureGenerator): z = g.standard_normal(_shape(size), dtype=dt)
+    else: z = asarray(g.standard_normal(_shape(size), dtype=dt), dtype=dt)
     return z if scale == 1.0 else z * scale
 
 RNG.normal = _normal
@@ -196,18 +275,17 @@ RNG.normal = _normal
 # %% ../nbs/core/00_backend.ipynb #0dc06b05
 def _uniform(self, size, low=0.0, high=1.0):
     "Uniform draws on [low, high) of shape `size`."
-    g = _next_generator(self)
-    if isinstance(g, SecureGenerator): u = get_xp().asarray(g.random(_shape(size), dtype=get_dtype()))
-    elif get_backend() == "cupy": u = g.uniform(0.0, 1.0, _shape(size), dtype=get_dtype())
-    else: u = g.random(_shape(size), dtype=get_dtype())
+    g, dt = _next_generator(self), _host(None)
+    if get_backend() == "cupy" and not isinstance(g, SecureGenerator): u = g.uniform(0.0, 1.0, _shape(size), dtype=dt)
+    else: u = asarray(g.random(_shape(size), dtype=dt))
     return low + (high - low) * u
 
 def _integers(self, low, high, size):
     "Integers uniform on [low, high) of shape `size` (int64)."
     g = _next_generator(self)
-    if isinstance(g, SecureGenerator): return get_xp().asarray(g.integers(low, high, _shape(size), dtype=np.int64))
+    if isinstance(g, SecureGenerator): return asarray(g.integers(low, high, _shape(size), dtype=np.int64), dtype=np.int64)
     if get_backend() == "cupy": return g.randint(low, high, _shape(size), dtype=np.int64)
-    return g.integers(low, high, _shape(size), dtype=np.int64)
+    return asarray(g.integers(low, high, _shape(size), dtype=np.int64), dtype=np.int64)
 
 RNG.uniform, RNG.integers = _uniform, _integers
 
@@ -215,7 +293,7 @@ RNG.uniform, RNG.integers = _uniform, _integers
 def _sphere(self, n:int, d:int):
     "`n` points uniform on the unit sphere S^{d-1}, shape (n, d) (leading dims: pass a tuple for `n`)."
     g = self.normal(_shape(n) + (d,))
-    return g / get_xp().linalg.norm(g, axis=-1, keepdims=True)
+    return g / get_xp().linalg.vector_norm(g, axis=-1, keepdims=True)
 
 def _ball(self, n:int, d:int, r:float=1.0):
     "`n` points uniform in the ball B_r of R^d, shape (n, d) (leading dims: pass a tuple for `n`)."

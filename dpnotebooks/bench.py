@@ -181,7 +181,7 @@ def machine() -> dict:
 # %% ../nbs/experiments/80_bench.ipynb #b4fd8eb5
 def _suite_checks(backends, algorithms, dtype:str, known) -> tuple:
     "(backends, algorithms, dtypes) of a suite request, with `known` the registered algorithms."
-    backends = list(backends or available_backends())
+    backends = list(backends or [b for b in available_backends() if b in ("numpy", "cupy")])   # the timed backends: CPU and GPU
     for b in backends:
         if b not in available_backends(): raise ValueError(f"Backend {b!r} is not available here (available: {', '.join(available_backends())}).")
     algorithms = list(algorithms or known)

@@ -10,7 +10,7 @@ import hashlib, io, os, pickle, signal, struct, threading, time
 from pathlib import Path
 from typing import NamedTuple, Callable
 import numpy as np
-from .backend import to_numpy, get_backend, get_dtype, get_xp
+from .backend import to_numpy, get_backend, get_dtype, get_xp, asarray, backend_dtype
 from .problems import Problem, Dataset
 
 # %% auto #0
@@ -80,8 +80,20 @@ FORMAT = 2   # 2: a loop's state is `run_loop`'s (state NamedTuple, live objects
 _HEADER = struct.Struct("<IQ")
 
 def _device_array(a):
-    "Rebuild an array saved from the GPU on the active backend."
-    return get_xp().asarray(a)
+    "Rebuild an array saved from a device (cupy, torch, array-api-strict) on the active backend and its device, in its own dtype."
+    return asarray(a, dtype=a.dtype)
+
+def _device_dtype(name:str):
+    "Rebuild a backend's dtype object (saved by its name, e.g. 'float32') as the active backend's."
+    return backend_dtype(name)
+
+def _device_kind(obj) -> str|None:
+    "'array' or 'dtype' for a cupy / torch / array-api-strict array or dtype object (pickled via the host), else None."
+    top = type(obj).__module__.split(".")[0]
+    if top not in ("cupy", "torch", "array_api_strict"): return None
+    if hasattr(obj, "shape") and hasattr(obj, "dtype") and (top != "cupy" or hasattr(obj, "get")): return "array"
+    if top == "torch" and type(obj).__name__ == "dtype" or top == "array_api_strict" and type(obj).__name__ == "DType": return "dtype"
+    return None
 
 # %% ../nbs/core/04b_checkpoint.ipynb #f4bf1e43
 class _Pickler(pickle.Pickler):
@@ -97,8 +109,9 @@ class _Pickler(pickle.Pickler):
                                   "Checkpoints hold references to the run's problem and data, never copies.")
         return None
     def reducer_override(self, obj):
-        if type(obj).__module__.split(".")[0] == "cupy" and hasattr(obj, "get") and hasattr(obj, "shape"):
-            return _device_array, (obj.get(),)
+        kind = _device_kind(obj)
+        if kind == "array": return _device_array, (to_numpy(obj),)       # device -> host copy, rebuilt on the device when loaded
+        if kind == "dtype": return _device_dtype, (str(obj).rsplit(".", 1)[-1],)
         return NotImplemented
 
 # %% ../nbs/core/04b_checkpoint.ipynb #8f46ba75
@@ -112,6 +125,7 @@ class _Unpickler(pickle.Unpickler):
         top = module.split(".")[0]
         if top in ("numpy", "cupy") and (name in _ARRAY_GLOBALS or name.endswith("DType")): return super().find_class(module, name)
         if (module, name) == ("dpnotebooks.checkpoint", "_device_array"): return _device_array
+        if (module, name) == ("dpnotebooks.checkpoint", "_device_dtype"): return _device_dtype
         if top == "dpnotebooks":
             obj = super().find_class(module, name)
             if isinstance(obj, type): return obj

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse, json, sys, time
 from pathlib import Path
 import numpy as np
-from .backend import set_backend, get_backend, to_numpy, BackendUnavailableError
+from .backend import set_backend, get_backend, to_numpy, BackendUnavailableError, BACKENDS
 from .problems import get_problem, list_problems, load_file, with_data, PROBLEMS
 from .privacy import ACCOUNTANTS, DEFAULT_ACCOUNTANT, NEIGHBOURING
 from .reference import smoothed_sgd
@@ -463,7 +463,7 @@ def _add_run(sub):
                    help="also report loss, stationarity and clip counts on the PRIVATE data (NOT private: do not publish)")
     r.add_argument("--secure", action="store_true", help="noise from a cryptographic generator with the floating-point mitigation (no --seed)")
     r.add_argument("--dry-run", action="store_true", help="print the plan and its price, run nothing")
-    r.add_argument("--backend", dest="backend_run", choices=["numpy", "cupy"], default=None, help="array backend")
+    r.add_argument("--backend", dest="backend_run", choices=list(BACKENDS), default=None, help="array backend")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe constant or a field of the algorithm's parameter record (repeatable; `--dry-run` lists them)")
     r.add_argument("--out", default=None, help="write the JSON result here")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -560,7 +560,7 @@ def _positive_int(s):
 def build_parser() -> argparse.ArgumentParser:
     "The `dpnb` argument parser."
     ap = argparse.ArgumentParser(prog="dpnb", description="Differentially private nonsmooth and nonconvex optimization.")
-    ap.add_argument("--backend", choices=["numpy", "cupy"], default=None, help="array backend (default: $DPNB_BACKEND or numpy)")
+    ap.add_argument("--backend", choices=list(BACKENDS), default=None, help="array backend (default: $DPNB_BACKEND or numpy)")
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list algorithms and problems").set_defaults(func=cmd_list)
     for add in (_add_demo, _add_run, _add_audit, _add_experiment, _add_bench): add(sub)

@@ -6,10 +6,10 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/privacy/clipping.html.md"""
 
 # %% ../nbs/privacy/01b_clipping.ipynb #3eb17c65
 from __future__ import annotations
-import warnings
+import math, numbers, warnings
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, asarray, to_numpy
+from .backend import get_xp, asarray, to_numpy, vnorm
 from .validation import check_bound
 from .smoothing import two_point_differences, shifted_differences, zo_from_differences
 
@@ -33,13 +33,22 @@ def zero_nonfinite(G, axes:tuple):
     bad = ~xp.all(xp.isfinite(G), axis=axes) if axes else ~xp.isfinite(G)
     return xp.where(xp.reshape(bad, bad.shape + (1,) * len(axes)), xp.zeros_like(G), G), bad
 
+def _bound(bound):
+    "A clip bound as a Python float (numpy scalars included), or an array of the active backend (host arrays move there)."
+    return float(bound) if isinstance(bound, numbers.Real) else asarray(bound)
+
+
+def _count(mask) -> int:
+    "Number of True entries of a boolean array, as a Python int (a device→host sync: the counts are diagnostics)."
+    return int(get_xp().count_nonzero(mask))
+
 def clip_values(D, # function differences, any shape
                 bound, # the bound: a scalar or an array broadcastable to D (e.g. 2Lα, or L||x − y|| per row)
                ) -> Clipped:
     "Clip each scalar of `D` into [−bound, bound]; NaN and ±inf become 0 (two-point differences: bound = 2Lα; KLT eq. 5)."
-    check_bound(bound); xp = get_xp(); D, bad = zero_nonfinite(asarray(D), ())
+    check_bound(bound); xp, bound = get_xp(), _bound(bound); D, bad = zero_nonfinite(asarray(D), ())
     over = xp.abs(D) > bound
-    return Clipped(xp.clip(D, -bound, bound), int(over.sum()), int(D.size), int(bad.sum()))
+    return Clipped(xp.clip(D, -bound, bound), _count(over), math.prod(D.shape), _count(bad))
 
 
 # %% ../nbs/privacy/01b_clipping.ipynb #03a9d2f9
@@ -47,20 +56,20 @@ def row_norms(G, # vectors, shape (..., d)
              ): # their Euclidean norms, shape (..., 1), without overflow for finite rows
     "‖g‖ along the last axis, rescaled by max |g_j| where the plain norm overflows (finite rows only)."
     xp = get_xp()
-    with np.errstate(over="ignore"): norms = xp.linalg.norm(G, axis=-1, keepdims=True)
+    with np.errstate(over="ignore"): norms = xp.linalg.vector_norm(G, axis=-1, keepdims=True)
     if bool(xp.all(xp.isfinite(norms))): return norms
     m = xp.max(xp.abs(G), axis=-1, keepdims=True)
-    return m * xp.linalg.norm(G / xp.maximum(m, xp.finfo(G.dtype).tiny), axis=-1, keepdims=True)
+    return m * xp.linalg.vector_norm(G / xp.maximum(m, xp.finfo(G.dtype).smallest_normal), axis=-1, keepdims=True)
 
 def clip_rows(G, # per-sample vectors, shape (..., d): clipped along the last axis
               bound:float, # the norm bound (the declared L for gradients)
              ) -> Clipped:
     "Scale every row of `G` with norm above `bound` down to norm `bound`; rows holding NaN or inf become 0 (per-sample clipping)."
-    check_bound(bound); xp = get_xp(); G, bad = zero_nonfinite(asarray(G), (-1,))
+    check_bound(bound); xp, bound = get_xp(), _bound(bound); G, bad = zero_nonfinite(asarray(G), (-1,))
     norms = row_norms(G)
     over = norms[..., 0] > bound * (1 + 1e-12)   # count real clips, not rounding (a row of norm L(1 + 1e-16))
-    with np.errstate(over="ignore"): scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).tiny))
-    return Clipped(G * scale, int(over.sum()), int(over.size), int(bad.sum()))
+    with np.errstate(over="ignore"): scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).smallest_normal))
+    return Clipped(G * scale, _count(over), math.prod(over.shape), _count(bad))
 
 
 # %% ../nbs/privacy/01b_clipping.ipynb #30d46262
@@ -120,7 +129,7 @@ def zo_difference_clipped(problem, # a `Problem`
                          ):
     "Per-sample ZTC DIFF estimates (b, d) with differences clipped to L||x − y||, and the clip counts (ZTC Lemma 3.2)."
     L = problem.L if L is None else L
-    gap = float(to_numpy(get_xp().linalg.norm(asarray(x) - asarray(y))))
+    gap = vnorm(asarray(x) - asarray(y))
     c = clip_values(shifted_differences(problem, x, y, batch, U, alpha), L * gap)
     return zo_from_differences(c.values, U, alpha, scale=1.0), c
 

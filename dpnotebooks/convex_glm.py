@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, numbers
 from typing import NamedTuple, Callable
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
+from .backend import get_xp, get_device, get_dtype, asarray, to_numpy, make_rng, NOISE_DTYPE
 from .validation import check_positive, check_count, check_delta
 from .ledger import Release, Ledger
 from .clipping import ClipCounter, clip_rows, fo_grad_clipped
@@ -38,11 +38,11 @@ def clipped_mean_grad(problem, # a `Problem` (needs `grad_each`, `dim`)
                      ) -> tuple: # (mean_i clip_C ∇f(w; x_i) of shape (d,), ClipCounter)
     "Mean over the batch of per-sample gradients clipped to norm C: replace-one sensitivity 2C/m (ABGGMU Lemma D.3)."
     xp, d, m = get_xp(), int(problem.dim), len(batch)
-    rows, total, count = max(1, int(chunk) // d), xp.zeros(d), ClipCounter()
+    rows, total, count = max(1, int(chunk) // d), xp.zeros(d, dtype=get_dtype(), device=get_device()), ClipCounter()
     for lo in range(0, m, rows):
-        sub = batch[lo:lo + rows]
+        sub = batch[lo:min(m, lo + rows)]                                   # in bounds (the standard refuses a stop past the end)
         G, c = fo_grad_clipped(problem, xp.broadcast_to(asarray(w), (len(sub), 1, d)), sub, clip)
-        total, count = total + G.sum(axis=(0, 1)), count.add(c)
+        total, count = total + xp.sum(G, axis=(0, 1)), count.add(c)
     return total / m, count
 
 # %% ../nbs/algorithms/22_convex_glm.ipynb #ef8458f2
@@ -52,7 +52,7 @@ def regularizer_grad(w, # the point, shape (d,)
                     ):
     "Gradient of Σ_j (λ_j/2)||w − w̄_j||²: (Σ_j λ_j) w − Σ_j λ_j w̄_j (ABGGMU Alg 3 line 6)."
     lams, centers = asarray(lams), asarray(centers)
-    return lams.sum() * asarray(w) - lams @ centers
+    return get_xp().sum(lams) * asarray(w) - lams @ centers
 
 # %% ../nbs/algorithms/22_convex_glm.ipynb #5a5b648f
 class WeightedAverage(NamedTuple):
@@ -88,7 +88,7 @@ def _noisy_gd_step(problem, w, batch, t:int, eta:float, radius:float, sigma:floa
     "Step t of NoisyGD: (Π_R(w − η(ĝ_t + ∇Δ(w))), the step's ClipCounter), ĝ_t the noisy clipped mean gradient."
     g, c = clipped_mean_grad(problem, w, batch, clip)
     if sigma > 0: g = g + rng.child(t).normal(int(problem.dim), scale=sigma, dtype=NOISE_DTYPE)
-    if len(lams): g = g + regularizer_grad(w, lams, centers)
+    if lams.shape[0]: g = g + regularizer_grad(w, lams, centers)
     return clip_ball(w - eta * g, radius), c
 
 # %% ../nbs/algorithms/22_convex_glm.ipynb #4afb360c
@@ -109,7 +109,7 @@ def noisy_gd(problem, # a `Problem` (needs `grad_each`, `dim`)
     K, radius, clip, sigma = check_count("K", K), check_positive("radius", radius), check_positive("clip", clip), _check_sigma(sigma)
     eta, xp, rng, d = _check_step(eta, mu), get_xp(), make_rng(rng), int(problem.dim)
     lams, centers = asarray(np.asarray(lams, dtype=float)), asarray(np.asarray(centers, dtype=float).reshape(len(lams), d))
-    w = clip_ball(xp.zeros(d) if w1 is None else asarray(w1).astype(float), radius)
+    w = clip_ball(xp.zeros(d, dtype=get_dtype(), device=get_device()) if w1 is None else asarray(w1), radius)
     avg, counter = WeightedAverage(1.0 - eta * mu), ClipCounter()
     for t in range(1, K + 1):
         w, c = _noisy_gd_step(problem, w, batch, t, eta, radius, sigma, clip, rng, lams, centers)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, numbers
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
+from .backend import get_xp, get_device, get_dtype, asarray, to_numpy, vnorm, make_rng, NOISE_DTYPE
 from .validation import check_positive, check_count
 from .ledger import Release, Ledger
 from .clipping import ClipCounter, fo_grad_clipped
@@ -37,23 +37,24 @@ def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`)
     "Sum over the batch of per-sample gradients at x + y_i, y_i ~ U(B_α), each clipped to norm C (Abadi et al. 2016, Alg. 1)."
     xp, d, b = get_xp(), int(problem.dim), len(batch)
     rows = max(1, int(chunk) // d)
-    total, count = xp.zeros(d), ClipCounter()
+    dt, dev = get_dtype(), get_device()
+    total, count = xp.zeros(d, dtype=dt, device=dev), ClipCounter()
     for lo in range(0, b, rows):
-        sub = batch[lo:lo + rows]
-        X = asarray(x) + (rng.child(lo).ball((len(sub), 1), d, alpha) if alpha > 0 else get_xp().zeros((len(sub), 1, d)))
+        sub = batch[lo:min(lo + rows, b)]
+        X = asarray(x) + (rng.child(lo).ball((len(sub), 1), d, alpha) if alpha > 0 else xp.zeros((len(sub), 1, d), dtype=dt, device=dev))
         G, c = fo_grad_clipped(problem, X, sub, clip)
-        total, count = total + G.sum(axis=(0, 1)), count.add(c)
+        total, count = total + xp.sum(G, axis=(0, 1)), count.add(c)
     return total, count
 
 # %% ../nbs/algorithms/13_dpsgd.ipynb #3264f07a
 def _epoch_batches(n:int, batch_size:int, epoch:int, rng):
-    "The ⌊n/B⌋ disjoint batches of epoch `epoch`: a fresh data-independent permutation, cut into rows of B."
+    "The ⌊n/B⌋ disjoint batches of epoch `epoch`: a fresh data-independent permutation, cut into rows of B (host indices)."
     perm = to_numpy(rng.child(DPSGD_STREAM, 1, epoch).uniform(n)).argsort()
     nb = n // batch_size
     return perm[: nb * batch_size].reshape(nb, batch_size)
 
 def _poisson_batch(n:int, q:float, t:int, rng):
-    "Indices of the samples that join step t, each independently with probability q."
+    "Indices of the samples that join step t, each independently with probability q (host indices)."
     return np.flatnonzero(to_numpy(rng.child(DPSGD_STREAM, 1, t).uniform(n)) < q)
 
 def _epochs(n:int, steps:int, batch_size:int) -> int:
@@ -117,10 +118,10 @@ def _dpsgd_view(data) -> MultiPassView:
 def _dpsgd_start(problem, x0, rng, steps:int, radius) -> DPSGDState:
     "Check x0 (default problem.x0), project it onto the ball when `radius` is set; the state before step 1."
     xp, rng, d = get_xp(), make_rng(rng), int(problem.dim)
-    x = asarray(problem.x0 if x0 is None else x0).astype(float).copy()
+    x = xp.asarray(asarray(problem.x0 if x0 is None else x0), copy=True)
     if x.shape != (d,) or not bool(xp.all(xp.isfinite(x))): raise ValueError(f"`x0` must be a finite vector of shape ({d},). Found shape {tuple(x.shape)}.")
     if radius is not None: x = clip_ball(x, radius)
-    return DPSGDState(x, xp.zeros(d), np.zeros(steps), ClipCounter(), rng)
+    return DPSGDState(x, xp.zeros(d, dtype=get_dtype(), device=get_device()), np.zeros(steps), ClipCounter(), rng)
 
 # %% ../nbs/algorithms/13_dpsgd.ipynb #f959330d
 def dp_sgd(problem, # a `Problem` (needs `grad_each`, `dim`, `x0`)
@@ -162,5 +163,5 @@ def _dpsgd_step(s:DPSGDState, t:int, problem, data, batch_size, lr, clip, sigma,
     g = S / batch_size + noise if sampling == "shuffle" else (S + noise) / batch_size
     x = s.x - lr * g
     if radius is not None: x = clip_ball(x, radius)
-    s.norms[t - 1] = float(xp.linalg.norm(g))
+    s.norms[t - 1] = vnorm(g)
     return s._replace(x=x, x_sum=s.x_sum + x if t > tail else s.x_sum, counter=s.counter.add(c))

@@ -8,7 +8,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/algorithms/fo_oracle.html.md"""
 from __future__ import annotations
 import math
 import numpy as np
-from .backend import get_xp, asarray, make_rng
+from .backend import get_xp, get_device, get_dtype, asarray, make_rng
 from .validation import check_positive, check_count
 from .ledger import Release, Ledger
 from .clipping import ClipCounter, clip_rows, fo_grad_clipped
@@ -81,12 +81,12 @@ def _period_start(self, z, batch, t:int) -> tuple:
     "g_t = mean_i clip_L(∇f(z + y_i; ξ_i)), one y_i ~ U(B_α) per sample (KLT Alg. 5, line 3; eq. 10 with the ball)."
     xp, d, b = get_xp(), self.dim, len(batch)
     rows = max(1, self.chunk // d)
-    total, count = xp.zeros(d), ClipCounter()
+    total, count = xp.zeros(d, dtype=get_dtype(), device=get_device()), ClipCounter()
     for lo in range(0, b, rows):
-        sub = batch[lo:lo + rows]
+        sub = batch[lo:min(lo + rows, b)]
         Y = self.rng.child(FO_STREAM, 1, t, lo, 0).ball((len(sub), 1), d, self.alpha)
         G, c = fo_grad_clipped(self.problem, z + Y, sub, self.L)
-        total, count = total + G.sum(axis=(0, 1)), count.add(c)
+        total, count = total + xp.sum(G, axis=(0, 1)), count.add(c)
     return total / b, count
 
 # %% ../nbs/algorithms/12_fo_oracle.ipynb #4d986762
@@ -95,15 +95,15 @@ def _increments(self, z, batch, t:int) -> tuple:
     xp, d, m, b = get_xp(), self.dim, self.m, len(batch)
     cols = max(1, min(m, self.chunk // (2 * d)))                   # perturbations per block
     rows = max(1, self.chunk // (2 * d * cols))                    # samples per block
-    out, count = xp.zeros((b, d)), ClipCounter()
+    out, count = xp.zeros((b, d), dtype=get_dtype(), device=get_device()), ClipCounter()
     for lo in range(0, b, rows):
-        sub = batch[lo:lo + rows]; nb = len(sub)
+        sub = batch[lo:min(lo + rows, b)]; nb = len(sub)
         for j0 in range(0, m, cols):
             k = min(cols, m - j0)
             Y = self.rng.child(FO_STREAM, 1, t, lo, j0).ball((nb, k), d, self.alpha)
             Y2 = Y if self.directions == "shared" else self.rng.child(FO_STREAM, 2, t, lo, j0).ball((nb, k), d, self.alpha)
-            G, c = fo_grad_clipped(self.problem, xp.concatenate([z + Y, self.z_prev + Y2], axis=1), sub, self.L)
-            out[lo:lo + nb] += G[:, :k].sum(axis=1) - G[:, k:].sum(axis=1)
+            G, c = fo_grad_clipped(self.problem, xp.concat((z + Y, self.z_prev + Y2), axis=1), sub, self.L)
+            out[lo:lo + nb, :] += xp.sum(G[:, :k, :], axis=1) - xp.sum(G[:, k:, :], axis=1)
             count = count.add(c)
     return out / m, count
 
@@ -113,7 +113,7 @@ KLTFirstOrderOracle._period_start, KLTFirstOrderOracle._increments = _period_sta
 def _check_fo_call(self, z, t:int):
     "Refuse a call out of order or a point of the wrong shape; z as a float array on the backend."
     if t != self.t + 1: raise RuntimeError(f"The oracle must be called with t = 1, 2, … in order: expected t = {self.t + 1}, got {t}.")
-    z = asarray(z).astype(float)
+    z = get_xp().asarray(asarray(z), copy=True)
     if z.shape != (self.dim,): raise ValueError(f"`z` must have shape ({self.dim},). Found {tuple(z.shape)}.")
     return z
 
@@ -132,7 +132,7 @@ def _call(self, z, # the query point z_t, shape (d,)
         _, batch = self.stream.take(self.B2)
         Delta, c = self._increments(z, batch, t)
         ci = clip_rows(Delta, self.C2)                               # sensitivity 2·C2/B2, deterministically
-        g, c = self.g + ci.values.mean(axis=0), c.add(ci)            # the running g carries no noise
+        g, c = self.g + get_xp().mean(ci.values, axis=0), c.add(ci)   # the running g carries no noise
         self.clip_increments = self.clip_increments.add(ci)
     self.g, self.z_prev, self.t, self.clip = g, z, t, self.clip.add(c)
     return g + self.tree.noise(tau)

@@ -31,7 +31,7 @@ class FrameworkLoss(Problem):
         super().__init__(_as_dataset(data), len(x0), check_positive("L", L), np.asarray(x0, dtype=float), smoothness=smoothness)
         self._fns, self.unflatten, self.framework, self._module = fns, unflatten, framework, module
         self.classifier = "predict" in fns                # `dpnb run` reports accuracy for a loss with a predictor
-    def _call(self, name, X, batch):
+    def _call(self, name, X, batch):   # the framework runs on the host: device arrays in -> numpy -> framework -> the active backend
         return asarray(self._fns[name](to_numpy(X), to_numpy(batch.A), to_numpy(batch.y)))
     def value(self, X, batch): return self._call("value", X, batch)
     def grad(self, X, batch): return self._call("grad", X, batch)
@@ -57,7 +57,7 @@ FrameworkLoss.predict, FrameworkLoss.score, FrameworkLoss.params_at = _predict, 
 # %% ../nbs/core/04e_losses.ipynb #cfbc3de4
 def _check_scalar(prob:FrameworkLoss) -> FrameworkLoss:
     "The loss returns one scalar per example (checked on a zero record at x0, not on the data)."
-    v = to_numpy(prob.value(prob.x0[None], Dataset(np.zeros((1, prob.data.p)), np.zeros(1), "probe")))
+    v = to_numpy(prob.value(prob.x0[None, :], Dataset(np.zeros((1, prob.data.p)), np.zeros(1), "probe")))
     if v.shape != (1, 1):
         raise ValueError(f"The loss must return one scalar per example; on one example it gave shape {v.shape[2:]}. "
                          "Reduce it to a scalar (e.g. .sum()).")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, time, warnings
 from typing import Callable, NamedTuple
 import numpy as np
-from .backend import asarray, to_numpy, make_rng, RNG
+from .backend import asarray, to_numpy, make_rng, RNG, get_backend
 from functools import partial
 from .privacy import calibrate_tree, calibrate_gaussian, dp_to_zcdp, tree_levels, DEFAULT_ACCOUNTANT
 from .validation import check_positive, check_delta
@@ -541,7 +541,7 @@ def _fit_noise(problem, plan, alg, tries:int=100):
 # %% ../nbs/planning/30_minimize.ipynb #344c3ad0
 def _check_x0(x0, d:int):
     "A user's starting point: a finite vector of the problem's dimension."
-    x = np.asarray(to_numpy(x0) if hasattr(x0, "get") else x0, dtype=float)
+    x = np.asarray(to_numpy(x0) if hasattr(x0, "get") or hasattr(x0, "__array_namespace__") else x0, dtype=float)   # checked on the host
     if x.shape != (d,): raise ValueError(f"`x0` must have shape ({d},), the problem's dimension. Found shape {x.shape}.")
     if not np.all(np.isfinite(x)): raise ValueError(f"`x0` contains NaN or inf (first at index {int(np.argmin(np.isfinite(x)))}). Start from a finite point.")
     return asarray(x)
@@ -607,9 +607,18 @@ def _prepared(problem, algorithm:str, plan, x0, seed, secure:bool, accountant:st
     return alg, rng, x0, ledger
 
 # %% ../nbs/planning/30_minimize.ipynb #3c07999c
+def _host(v):
+    "`v` with every array of a non-numpy backend (cupy, torch, array-api-strict) copied to the host, inside dicts, lists and tuples."
+    if isinstance(v, (np.ndarray, np.generic)): return v
+    if type(v).__module__.split(".")[0] in ("cupy", "torch", "array_api_strict"): return to_numpy(v)
+    if type(v) is dict: return {k: _host(x) for k, x in v.items()}
+    if type(v) in (list, tuple): return type(v)(_host(x) for x in v)
+    return v
+
 def _result(out:RunOutput, ledger, plan, alg, rng, seed, accountant:str, delta, ck, t0:float) -> Result:
-    "The `Result` of a finished run (before `_diagnostics` strips or labels its non-private counts)."
+    "The `Result` of a finished run (before `_diagnostics` strips or labels its non-private counts); its arrays on the host."
     trace = dict(out.trace, checkpoint=_ck_report(ck))
+    if get_backend() != "numpy": out, trace = out._replace(x=to_numpy(out.x), nonprivate=_host(out.nonprivate)), _host(trace)
     return Result(out.x, ledger, plan.epsilon if alg.private else math.inf, plan.delta if alg.private else (delta or 1e-5),
                   rng.seeded, seed, accountant, out.samples_used, out.max_uses, out.nonprivate, trace,
                   time.perf_counter() - t0, rng.secure)

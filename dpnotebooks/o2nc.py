@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple, Callable
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
+from .backend import get_xp, get_device, get_dtype, asarray, to_numpy, vnorm, make_rng, NOISE_DTYPE
 from .ledger import Ledger, Release
 from .clipping import ClipCounter
 from .checkpoint import Checkpointer
@@ -90,14 +90,14 @@ def clip_ball(v, # a vector, shape (d,)
               D:float, # radius
              ):
     "Projection onto B_D: min{1, D/||v||}·v, with clip(0) = 0 (KLT Alg. 2)."
-    xp = get_xp(); v = asarray(v); n = float(xp.linalg.norm(v))
+    v = asarray(v); n = vnorm(v)
     return v * (D / n) if n > D else v
 
 class ProjectedOGD(NamedTuple):
     "Projected online gradient descent on B_D with step η; state is Δ (KLT Alg. 2 line 7, ZTC Alg. 3 line 3)."
     D: float     # radius of the learner's domain
     eta: float   # step size η
-    def init(self, dim:int): return get_xp().zeros(dim)
+    def init(self, dim:int): return get_xp().zeros(dim, dtype=get_dtype(), device=get_device())
     def update(self, Delta, g): return clip_ball(Delta - self.eta * g, self.D)
 
 # %% ../nbs/algorithms/10_o2nc.ipynb #30764c6c
@@ -142,11 +142,12 @@ def _o2nc_start(x0, T:int, D:float, eta:float, M:int, keep, rng, record:bool) ->
     "Check `keep` and `x0`; the learner, K = ⌊T/M⌋, the stride of the kept blocks and the state before step 1."
     if keep is not None and not (isinstance(keep, (int, np.integer)) and keep >= 1): raise ValueError(f"`keep` must be None or a positive integer. Found {keep!r}.")
     xp, rng = get_xp(), make_rng(rng)
-    x = asarray(x0).astype(float).copy()
+    x = xp.asarray(asarray(x0), copy=True)
     if x.ndim != 1 or not bool(xp.all(xp.isfinite(x))): raise ValueError(f"`x0` must be a finite vector of shape (d,). Found shape {tuple(x.shape)}.")
     d, K, learner = x.shape[0], T // M, ProjectedOGD(float(D), float(eta))
     stride = 1 if keep is None or K <= keep else -(-K // keep)
-    s0 = O2NCState(x, learner.init(d), xp.zeros((-(-K // stride), d)), xp.zeros(d), np.zeros(T), np.zeros((T, d)) if record else None,
+    dt, dev = get_dtype(), get_device()
+    s0 = O2NCState(x, learner.init(d), xp.zeros((-(-K // stride), d), dtype=dt, device=dev), xp.zeros(d, dtype=dt, device=dev), np.zeros(T), np.zeros((T, d)) if record else None,
                    np.zeros((T, d)) if record else None, to_numpy(rng.child(O2NC_STREAM, 1).uniform(T)),
                    int(to_numpy(rng.child(O2NC_STREAM, 2).integers(0, K, 1))[0]))
     return learner, K, stride, s0
@@ -180,7 +181,7 @@ def _o2nc_step(s:O2NCState, t:int, oracle, learner, M, K, stride, restart_every,
     "Step t of KLT Alg. 2 (ZTC Alg. 3 with restarts)."
     xp = get_xp()
     Delta = learner.init(s.x.shape[0]) if restart_every is not None and (t - 1) % restart_every == 0 else s.Delta
-    z = s.x + s.S[t - 1] * Delta                         # z_t = x_{t−1} + s_t Δ_t
+    z = s.x + float(s.S[t - 1]) * Delta                  # z_t = x_{t−1} + s_t Δ_t (s_t: host draws)
     x = s.x + Delta                                      # x_t = x_{t−1} + Δ_t
     g = asarray(oracle(z, t))
     if g.shape != z.shape or not bool(xp.all(xp.isfinite(g))):
@@ -188,9 +189,9 @@ def _o2nc_step(s:O2NCState, t:int, oracle, learner, M, K, stride, restart_every,
                                          "a public or noisy quantity overflowed (per-sample NaN and inf are zeroed)")
     blk, chosen = (t - 1) // M, s.chosen
     if blk < K:
-        if blk % stride == 0: s.sums[blk // stride] += z
+        if blk % stride == 0: s.sums[blk // stride, :] += z
         if blk == s.k: chosen = chosen + z
-    s.gn[t - 1] = float(xp.linalg.norm(g))
+    s.gn[t - 1] = vnorm(g)
     if s.Z is not None: s.Z[t - 1], s.Ds[t - 1] = to_numpy(z), to_numpy(Delta)
     if callback is not None: callback(t, z, g)
     return s._replace(x=x, Delta=learner.update(Delta, g), chosen=chosen)     # Δ_{t+1} = clip_D(Δ_t − η g̃_t)

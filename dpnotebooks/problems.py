@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng
+from .backend import get_xp, get_dtype, get_device, asarray, to_numpy, vnorm, make_rng, einsum, take_rows
 
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'PROBLEMS', 'Dataset', 'normalize_rows', 'scale_records', 'with_data',
@@ -18,19 +18,30 @@ __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'PROBLEMS', 'Dataset', 'no
            'list_problems', 'get_problem', 'check_loss']
 
 # %% ../nbs/core/04_problems.ipynb #a8508abd
+def _numeric(kind) -> bool:
+    "Is `kind` (a numpy dtype or a backend's dtype object) bool, integer or floating?"
+    try: return np.dtype(str(kind).rsplit(".", 1)[-1]).kind in "biuf"   # 'float64', 'torch.float64', 'array_api_strict.int64'
+    except TypeError: return False
+
 class Dataset:
     "Features `A` (n, p) and targets `y` (n,) on the active backend; indexing returns a sub-`Dataset`."
     def __init__(self, A, y, name:str="data"):
         for what, v in (("features A", A), ("targets y", y)):
             kind = getattr(np.asarray(v) if not hasattr(v, "dtype") else v, "dtype", None)
-            if kind is not None and np.dtype(str(kind)).kind not in "biuf":
+            if kind is not None and not _numeric(kind):
                 raise ValueError(f"Dataset {what} must be numeric (int or float). Found dtype {kind}: convert or encode the column first.")
         self.A, self.y, self.name = asarray(A), asarray(y), name
         if self.A.ndim != 2: raise ValueError(f"Dataset features must be a 2-D array (n, p). Found shape {tuple(self.A.shape)}.")
         if self.y.shape != (self.A.shape[0],):
             raise ValueError(f"Dataset targets must have shape ({self.A.shape[0]},) to match the features. Found {tuple(self.y.shape)}.")
     def __len__(self): return int(self.A.shape[0])
-    def __getitem__(self, idx): return Dataset(self.A[idx], self.y[idx], self.name)
+    def __getitem__(self, idx):
+        "Rows `idx`: a slice, integer indices (host or device) or a boolean mask; the rows stay on the device."
+        if isinstance(idx, slice): return Dataset(self.A[idx, ...], self.y[idx], self.name)
+        if getattr(idx, "dtype", None) is not None and str(idx.dtype).rsplit(".", 1)[-1] == "bool":
+            if isinstance(idx, np.ndarray): idx = np.flatnonzero(idx)      # a host mask: its row numbers
+            else: return Dataset(self.A[idx], self.y[idx], self.name)        # a device mask, the sole index
+        return Dataset(take_rows(self.A, idx), take_rows(self.y, idx), self.name)
     @property
     def p(self): return int(self.A.shape[1])
     def __repr__(self): return f"Dataset({self.name!r}, n={len(self)}, p={self.p})"
@@ -39,10 +50,14 @@ class Dataset:
 def normalize_rows(A, max_norm:float=1.0):
     "Scale each row of `A` with norm above `max_norm` down to norm `max_norm` (a per-record map)."
     xp = get_xp(); A = asarray(A)
-    norms = xp.linalg.norm(A, axis=1, keepdims=True)
+    norms = xp.linalg.vector_norm(A, axis=1, keepdims=True)
     return A / xp.maximum(1.0, norms / max_norm)
 
 def _check_finite(arr, what:str):
+    "Refuse NaN/inf: one device reduction (a sync); only on failure is the array copied to the host to name the first bad entry."
+    if not isinstance(arr, np.ndarray):
+        xp = get_xp()
+        if bool(xp.all(xp.isfinite(arr))): return
     a = to_numpy(arr)
     if not np.all(np.isfinite(a)):
         bad = np.argwhere(~np.isfinite(a))[0]
@@ -160,14 +175,14 @@ class Problem:
         _check_problem_args(data, L)
         self.data, self.dim, self.L = data, int(dim), float(L)
         self.smoothness, self.hessian_lipschitz = smoothness, hessian_lipschitz
-        self.x0 = check_points(asarray(x0)[None], self.dim, "x0")[0]
+        self.x0 = check_points(asarray(x0)[None, ...], self.dim, "x0")[0, ...]
     def _batch(self, batch): return self.data if batch is None else batch
     def loss(self, X, batch=None):
         "Average loss over `batch` (default: all data) at each of the k points: shape (k,)."
-        return self.value(check_points(X, self.dim), self._batch(batch)).mean(axis=1)
+        return get_xp().mean(self.value(check_points(X, self.dim), self._batch(batch)), axis=1)
     def full_grad(self, X, batch=None):
         "Average gradient over `batch` (default: all data) at each of the k points: shape (k, d)."
-        return self.grad(check_points(X, self.dim), self._batch(batch)).mean(axis=1)
+        return get_xp().mean(self.grad(check_points(X, self.dim), self._batch(batch)), axis=1)
     def __repr__(self):
         return f"{type(self).__name__}(n={len(self.data)}, dim={self.dim}, L={self.L:g})"
 
@@ -180,9 +195,9 @@ class LinearModel(Problem):
     def grad(self, X, batch):
         return self.dpsi(X @ batch.A.T, batch.y[None, :])[..., None] * batch.A[None, :, :]
     def value_each(self, X, batch):
-        return self.psi(get_xp().einsum("bkd,bd->bk", X, batch.A), batch.y[:, None])
+        return self.psi(einsum("bkd,bd->bk", X, batch.A), batch.y[:, None])
     def grad_each(self, X, batch):
-        t = get_xp().einsum("bkd,bd->bk", X, batch.A)
+        t = einsum("bkd,bd->bk", X, batch.A)
         return self.dpsi(t, batch.y[:, None])[..., None] * batch.A[:, None, :]
     def full_grad(self, X, batch=None):
         X, batch = check_points(X, self.dim), self._batch(batch)
@@ -208,7 +223,7 @@ LinearModel.hess_each = _linear_hess_each
 # %% ../nbs/core/04_problems.ipynb #a45a57fd
 def _synthetic_design(n:int, d:int, rng, scale:float=1.0):
     A = normalize_rows(rng.normal((n, d)) / math.sqrt(d))
-    x_star = rng.normal(d); x_star = scale * x_star / get_xp().linalg.norm(x_star)
+    x_star = rng.normal(d); x_star = scale * x_star / vnorm(x_star)
     return A, x_star
 
 def _outliers(n:int, fraction:float, rng):
@@ -223,7 +238,7 @@ class RobustRegression(LinearModel):
     def psi(self, t, y): return get_xp().minimum(get_xp().abs(t - y), 1.0)
     def dpsi(self, t, y):
         xp = get_xp(); r = t - y
-        return xp.sign(r) * (xp.abs(r) < 1.0)
+        return xp.sign(r) * xp.astype(xp.abs(r) < 1.0, r.dtype)
     @classmethod
     def synthetic(cls, n:int, d:int, seed=0, outlier_fraction:float=0.1, noise:float=0.1):
         "Planted x*, Gaussian noise, and outliers with targets ±U[2, 5]."
@@ -286,7 +301,7 @@ class SigmoidGLM(LinearModel):
         "Targets sigmoid(<a, x*>) + noise in [0, 1]; outliers get a random label in {0, 1}."
         rng = make_rng(seed); A, x_star = _synthetic_design(n, d, rng, scale=2 * math.sqrt(d))
         y = get_xp().clip(_sigmoid(A @ x_star) + 0.05 * rng.normal(n), 0.0, 1.0)
-        y = get_xp().where(_outliers(n, outlier_fraction, rng), (rng.uniform(n) < 0.5) * 1.0, y)
+        y = get_xp().where(_outliers(n, outlier_fraction, rng), get_xp().astype(rng.uniform(n) < 0.5, get_dtype()), y)
         return Dataset(A, y, "synthetic")
     def __init__(self, data:Dataset, x0=None):
         M = 2 / 16 + 2 / (6 * math.sqrt(3)); rho = 6 / (4 * 6 * math.sqrt(3)) + 2 / 8
@@ -308,15 +323,15 @@ class ReluNet(Problem):
 def _relu_forward(self, X, A, each:bool):
     "Pre-activations (…, h), hidden units and outputs for points X against rows A."
     xp, h, p = get_xp(), self.hidden, self.p
-    W, v = X[..., : h * p].reshape(X.shape[:-1] + (h, p)), X[..., h * p :]
-    pre = xp.einsum("bkhp,bp->bkh", W, A) if each else xp.einsum("khp,bp->kbh", W, A)
+    W, v = xp.reshape(X[..., : h * p], X.shape[:-1] + (h, p)), X[..., h * p :]
+    pre = einsum("bkhp,bp->bkh", W, A) if each else einsum("khp,bp->kbh", W, A)
     v = v if each else v[:, None, :]
-    return pre, v, (xp.maximum(pre, 0) * v).sum(-1)
+    return pre, v, xp.sum(xp.maximum(pre, 0) * v, axis=-1)
 
 def _relu_loss(self, out, y):
     xp = get_xp()
     if self.kind == "absolute": return xp.abs(out - y), xp.sign(out - y)
-    return xp.maximum(0.0, 1 - y * out), -y * (1 - y * out > 0)
+    return xp.maximum(0.0, 1 - y * out), -y * xp.astype(1 - y * out > 0, out.dtype)
 
 ReluNet._forward, ReluNet._loss = _relu_forward, _relu_loss
 
@@ -328,9 +343,9 @@ def _relu_grad(self, X, batch, each:bool=False):
     "Per-sample gradients: (k, b, d), or (b, k, d) when `each`."
     xp = get_xp(); pre, v, out = self._forward(X, batch.A, each)
     s = self._loss(out, batch.y[:, None] if each else batch.y[None, :])[1]        # dloss/dout
-    gW = (s[..., None] * v * (pre > 0))[..., None] * (batch.A[:, None, None, :] if each else batch.A[None, :, None, :])
+    gW = (s[..., None] * v * xp.astype(pre > 0, pre.dtype))[..., None] * (batch.A[:, None, None, :] if each else batch.A[None, :, None, :])
     gv = s[..., None] * xp.maximum(pre, 0)
-    return xp.concatenate([gW.reshape(gW.shape[:2] + (-1,)), gv], axis=-1)
+    return xp.concat([xp.reshape(gW, gW.shape[:2] + (-1,)), gv], axis=-1)
 
 ReluNet.value, ReluNet.value_each = _relu_value, _relu_value_each
 ReluNet.grad = _relu_grad
@@ -341,8 +356,9 @@ def _relu_synthetic(n:int, d:int, seed=0, outlier_fraction:float=0.1, hidden:int
     "Inputs in the unit ball; targets from a random teacher network, with outliers."
     rng = make_rng(seed); A, _ = _synthetic_design(n, d, rng)
     teacher = ReluNet(Dataset(A, np.zeros(n)), hidden=hidden, seed=int(to_numpy(rng.integers(0, 2**31, 1))[0]))
-    y = _relu_forward(teacher, 3 * teacher.x0[None], A, False)[2][0] + 0.05 * rng.normal(n)
-    if loss == "hinge": y = get_xp().where(y >= get_xp().median(y), 1.0, -1.0)
+    y = _relu_forward(teacher, 3 * teacher.x0[None, :], A, False)[2][0, :] + 0.05 * rng.normal(n)
+    if loss == "hinge":   # the median is taken on the host (not in the array API standard): one sync, at set-up
+        xp = get_xp(); y = xp.where(y >= float(np.median(to_numpy(y))), xp.ones_like(y), -xp.ones_like(y))
     y = get_xp().where(_outliers(n, outlier_fraction, rng), -y, y)
     return Dataset(A, y, "synthetic")
 ReluNet.synthetic = staticmethod(_relu_synthetic)
@@ -351,14 +367,14 @@ ReluNet.synthetic = staticmethod(_relu_synthetic)
 def check_gradients(problem:Problem, X=None, h:float=1e-6, n_samples:int=5):
     "Largest gap between `grad`/`grad_each` and central differences of `value`/`value_each` at random points."
     xp = get_xp(); batch = problem.data[: n_samples]
-    X = problem.x0[None] + 0.3 * make_rng(99).normal((3, problem.dim)) if X is None else asarray(X)
-    E = xp.eye(problem.dim)
-    num = (problem.value((X[:, None, :] + h * E).reshape(-1, problem.dim), batch)
-           - problem.value((X[:, None, :] - h * E).reshape(-1, problem.dim), batch)).reshape(len(X), problem.dim, -1) / (2 * h)
-    gap = float(xp.abs(num.transpose(0, 2, 1) - problem.grad(X, batch)).max())
-    Xe = xp.broadcast_to(X[None], (len(batch),) + X.shape)
-    gap_each = float(xp.abs(problem.grad_each(Xe, batch) - problem.grad(X, batch).transpose(1, 0, 2)).max())
-    val_each = float(xp.abs(problem.value_each(Xe, batch) - problem.value(X, batch).T).max())
+    X = problem.x0[None, :] + 0.3 * make_rng(99).normal((3, problem.dim)) if X is None else asarray(X)
+    E = xp.eye(problem.dim, dtype=get_dtype(), device=get_device())
+    num = xp.reshape(problem.value(xp.reshape(X[:, None, :] + h * E, (-1, problem.dim)), batch)
+                     - problem.value(xp.reshape(X[:, None, :] - h * E, (-1, problem.dim)), batch), (X.shape[0], problem.dim, -1)) / (2 * h)
+    gap = float(xp.max(xp.abs(xp.permute_dims(num, (0, 2, 1)) - problem.grad(X, batch))))
+    Xe = xp.broadcast_to(X[None, ...], (len(batch),) + tuple(X.shape))
+    gap_each = float(xp.max(xp.abs(problem.grad_each(Xe, batch) - xp.permute_dims(problem.grad(X, batch), (1, 0, 2)))))
+    val_each = float(xp.max(xp.abs(problem.value_each(Xe, batch) - problem.value(X, batch).T)))
     return max(gap, gap_each, val_each)
 
 # %% ../nbs/core/04_problems.ipynb #33f0fab6
@@ -374,23 +390,23 @@ class Saddle(Problem):
     @staticmethod
     def synthetic(n:int, d:int, seed=0, outlier_fraction:float=0.0):
         "Rademacher samples z in {±1}^d (no targets)."
-        z = 2.0 * (make_rng(seed).uniform((n, d)) < 0.5) - 1
+        z = 2.0 * get_xp().astype(make_rng(seed).uniform((n, d)) < 0.5, get_dtype()) - 1
         return Dataset(z, np.zeros(n), "rademacher")
 
 # %% ../nbs/core/04_problems.ipynb #cbaaaf56
 def saddle_base(self, X):
     xp = get_xp()
-    return self.a * xp.cos(X[..., 0]) + self.b * (1 - xp.cos(X[..., 1:])).sum(-1)
+    return self.a * xp.cos(X[..., 0]) + self.b * xp.sum(1 - xp.cos(X[..., 1:]), axis=-1)
 
 def saddle_base_grad(self, X):
     xp = get_xp(); g = self.b * xp.sin(X)
-    return xp.concatenate([-self.a * xp.sin(X[..., :1]), g[..., 1:]], axis=-1)
+    return xp.concat([-self.a * xp.sin(X[..., :1]), g[..., 1:]], axis=-1)
 
 def _saddle_value(self, X, batch): return saddle_base(self, X)[:, None] + self.s * (self.c * get_xp().sin(X)) @ batch.A.T
 def _saddle_value_each(self, X, batch):
-    return saddle_base(self, X) + self.s * get_xp().einsum("bkd,bd->bk", self.c * get_xp().sin(X), batch.A)
+    return saddle_base(self, X) + self.s * einsum("bkd,bd->bk", self.c * get_xp().sin(X), batch.A)
 def _saddle_grad(self, X, batch):
-    return saddle_base_grad(self, X)[:, None, :] + self.s * (self.c * get_xp().cos(X))[:, None, :] * batch.A[None]
+    return saddle_base_grad(self, X)[:, None, :] + self.s * (self.c * get_xp().cos(X))[:, None, :] * batch.A[None, :, :]
 def _saddle_grad_each(self, X, batch):
     return saddle_base_grad(self, X) + self.s * self.c * get_xp().cos(X) * batch.A[:, None, :]
 
@@ -400,8 +416,8 @@ Saddle.value, Saddle.value_each, Saddle.grad, Saddle.grad_each = _saddle_value, 
 def _saddle_hessian_diag(self, x, batch=None):
     "Diagonal of the average Hessian at x over `batch` (None: the population, E z = 0)."
     xp = get_xp(); x = asarray(x)
-    base = xp.concatenate([-self.a * xp.cos(x[:1]), self.b * xp.cos(x[1:])])
-    return base if batch is None else base - self.s * self.c * xp.sin(x) * batch.A.mean(0)
+    base = xp.concat([-self.a * xp.cos(x[:1]), self.b * xp.cos(x[1:])])
+    return base if batch is None else base - self.s * self.c * xp.sin(x) * xp.mean(batch.A, axis=0)
 
 def _saddle_hvp(self, x, V, batch=None):
     "Average Hessian times `V` (d, r) over `batch` (default: all data)."
@@ -413,13 +429,13 @@ Saddle.hessian_diag, Saddle.hvp = _saddle_hessian_diag, _saddle_hvp
 def _saddle_hess_each(self, x, batch):
     "Per-sample Hessians ∇²f(x; z) at `x` (d,) for each z of `batch`: shape (b, d, d), diagonal."
     xp = get_xp(); x = asarray(x)
-    base = xp.concatenate([-self.a * xp.cos(x[:1]), self.b * xp.cos(x[1:])])
+    base = xp.concat([-self.a * xp.cos(x[:1]), self.b * xp.cos(x[1:])])
     D = base - self.s * self.c * xp.sin(x) * batch.A
-    return D[:, :, None] * xp.eye(self.dim)
+    return D[:, :, None] * xp.eye(self.dim, dtype=get_dtype(), device=get_device())
 
 def _saddle_phi(self) -> float:
     "Φ = F(x0) − inf F = F(x0) + a for the population F (LT note, problem P1)."
-    return float(to_numpy(saddle_base(self, self.x0[None]))[0]) + self.a
+    return float(to_numpy(saddle_base(self, self.x0[None, :]))[0]) + self.a
 
 Saddle.hess_each, Saddle.Phi = _saddle_hess_each, property(_saddle_phi)
 
@@ -461,9 +477,9 @@ def get_problem(name:str, # a name from `list_problems()`
 def check_loss(problem:Problem, b:int=2, k:int=3):
     "Check the shapes `value_each` (b, k), `value` (k, b) and `grad_each` (b, k, d) return on a zero batch (never the user's data)."
     xp, d = get_xp(), problem.dim
-    probe = Dataset(xp.zeros((b, problem.data.A.shape[1])), xp.zeros(b), "probe")
-    X = problem.x0[None, None, :] + 0.01 * xp.arange(b * k * d, dtype=float).reshape(b, k, d) / (b * k * d)
-    checks = [("value_each", lambda: problem.value_each(X, probe), (b, k)), ("value", lambda: problem.value(X[0], probe), (k, b))]
+    probe = Dataset(np.zeros((b, problem.data.A.shape[1])), np.zeros(b), "probe")
+    X = problem.x0[None, None, :] + 0.01 * xp.reshape(xp.arange(b * k * d, dtype=get_dtype(), device=get_device()), (b, k, d)) / (b * k * d)
+    checks = [("value_each", lambda: problem.value_each(X, probe), (b, k)), ("value", lambda: problem.value(X[0, ...], probe), (k, b))]
     if hasattr(problem, "grad_each"): checks.append(("grad_each", lambda: problem.grad_each(X, probe), (b, k, d)))
     for name, f, want in checks:
         try: out = f()

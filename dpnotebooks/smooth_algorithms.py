@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 import numpy as np
+from .backend import asarray
 from .privacy import DEFAULT_ACCOUNTANT
 from .validation import check_positive, check_delta
 from .ledger import Ledger, calibrate_ledger
@@ -420,7 +421,7 @@ def _run_glm(problem, plan, rng, x0, progress, ck) -> RunOutput:
     _check_L1(problem, g.L1_link, "abggmu-glm")
     runs = []
     def solve(proj, r):
-        runs.append(_BASE_RUN[g.base](proj, _base_plan(plan), r, np.zeros(g.k), progress, ck)); return runs[-1].x
+        runs.append(_BASE_RUN[g.base](proj, _base_plan(plan), r, asarray(np.zeros(g.k)), progress, ck)); return runs[-1].x
     out = jl_method(problem, g.k, solve, x_norm=g.x_norm, rng=rng.child(ORACLE_STREAM))
     res = runs[-1]
     trace = dict(res.trace, algorithm=plan.algorithm, plan=plan, w_tilde=out.w_tilde)

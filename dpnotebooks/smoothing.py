@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numpy as np
 from scipy import special
-from .backend import get_xp, asarray, to_numpy, make_rng
+from .backend import get_xp, asarray, to_numpy, make_rng, einsum
 
 # %% auto #0
 __all__ = ['smoothing_constant', 'two_point_differences', 'zo_from_differences', 'zo_two_point', 'shifted_differences',
@@ -33,11 +33,11 @@ def two_point_differences(problem, # a `Problem` (needs `value_each`)
     xp = get_xp(); m = U.shape[1]
     if getattr(problem, "margins", False):                            # opt-in for linear models: ψ(<a,x> ± α<a,u>, y)
         A, y = batch.A, batch.y[:, None]
-        s = alpha * xp.einsum("bmd,bd->bm", U, A)                     # one product with the data, shared by both points
+        s = alpha * einsum("bmd,bd->bm", U, A)                     # one product with the data, shared by both points
         def D(p): t = (A @ asarray(p))[:, None]; return problem.psi(t + s, y) - problem.psi(t - s, y)
         return D(x) if x_prev is None else D(x) - D(x_prev)
     def D(p):
-        V = problem.value_each(asarray(p) + alpha * xp.concatenate([U, -U], axis=1), batch)   # (b, 2m) values at the 2m points
+        V = problem.value_each(asarray(p) + alpha * xp.concat([U, -U], axis=1), batch)   # (b, 2m) values at the 2m points
         return V[:, :m] - V[:, m:]
     return D(x) if x_prev is None else D(x) - D(x_prev)
 
@@ -49,7 +49,7 @@ def zo_from_differences(D, # function differences, shape (b, m)
                        ):
     "Per-sample estimates (scale·d/α)·mean_j D_ij u_ij: shape (b, d) (KLT eq. 4)."
     b, m, d = U.shape
-    return get_xp().einsum("bm,bmd->bd", D, U) * (scale * d / (alpha * m))
+    return einsum("bm,bmd->bd", D, U) * (scale * d / (alpha * m))
 
 # %% ../nbs/core/03_smoothing.ipynb #f5a28d91
 def zo_two_point(problem, # a `Problem`
@@ -65,7 +65,7 @@ def zo_two_point(problem, # a `Problem`
     if not alpha > 0: raise ValueError(f"`alpha` must be positive (and not NaN). Found {alpha}.")
     if U is None: U = make_rng(rng).sphere((len(batch), int(m)), problem.dim)
     G = zo_from_differences(two_point_differences(problem, x, batch, U, alpha), U, alpha)
-    return G if per_sample else G.mean(axis=0)
+    return G if per_sample else get_xp().mean(G, axis=0)
 
 # %% ../nbs/core/03_smoothing.ipynb #1c95d729
 def shifted_differences(problem, # a `Problem` (needs `value_each`)
@@ -77,7 +77,7 @@ def shifted_differences(problem, # a `Problem` (needs `value_each`)
                        ):
     "f(x + αu_ij; ξ_i) − f(y + αu_ij; ξ_i) for every sample and direction: shape (b, m) (ZTC Alg. 2)."
     m = U.shape[1]
-    V = problem.value_each(get_xp().concatenate([asarray(x) + alpha * U, asarray(y) + alpha * U], axis=1), batch)
+    V = problem.value_each(get_xp().concat([asarray(x) + alpha * U, asarray(y) + alpha * U], axis=1), batch)
     return V[:, :m] - V[:, m:]
 
 # %% ../nbs/core/03_smoothing.ipynb #ef24ab2c
@@ -95,7 +95,7 @@ def zo_difference(problem, # a `Problem`
     if not alpha > 0: raise ValueError(f"`alpha` must be positive (and not NaN). Found {alpha}.")
     if U is None: U = make_rng(rng).sphere((len(batch), int(m)), problem.dim)
     G = zo_from_differences(shifted_differences(problem, x, y, batch, U, alpha), U, alpha, scale=1.0)
-    return G if per_sample else G.mean(axis=0)
+    return G if per_sample else get_xp().mean(G, axis=0)
 
 # %% ../nbs/core/03_smoothing.ipynb #9ac68bfe
 def fo_smoothed_grad(problem, # a `Problem` (needs `grad_each`)
@@ -110,8 +110,8 @@ def fo_smoothed_grad(problem, # a `Problem` (needs `grad_each`)
     "First-order estimate of ∇F_α(x): mean of ∇f(x + y; ξ), y ~ U(B_α) (KLT Alg. 5, eq. 10 corrected to the ball)."
     if not alpha > 0: raise ValueError(f"`alpha` must be positive (and not NaN). Found {alpha}.")
     if Y is None: Y = make_rng(rng).ball((len(batch), int(m)), problem.dim, alpha)
-    G = problem.grad_each(asarray(x) + Y, batch).mean(axis=1)
-    return G if per_sample else G.mean(axis=0)
+    G = get_xp().mean(problem.grad_each(asarray(x) + Y, batch), axis=1)
+    return G if per_sample else get_xp().mean(G, axis=0)
 
 # %% ../nbs/core/03_smoothing.ipynb #24d47808
 def smoothed_loss(problem, # a `Problem`
@@ -122,9 +122,9 @@ def smoothed_loss(problem, # a `Problem`
                   batch=None, # samples to average over (default: all data)
                  ):
     "Monte-Carlo estimate of F_α at each of the k points: shape (k,)."
-    X = asarray(X); k, d = X.shape
+    xp = get_xp(); X = asarray(X); k, d = X.shape
     Y = make_rng(rng).ball((k, int(m)), d, alpha)
-    return problem.loss((X[:, None, :] + Y).reshape(-1, d), batch).reshape(k, -1).mean(axis=1)
+    return xp.mean(xp.reshape(problem.loss(xp.reshape(X[:, None, :] + Y, (-1, d)), batch), (k, -1)), axis=1)
 
 # %% ../nbs/core/03_smoothing.ipynb #3af6865b
 class PiecewiseLinear:
@@ -179,7 +179,7 @@ def exact_smoothed_linear(phi:PiecewiseLinear, # scalar loss φ of the residual
                           alpha:float, # smoothing radius α
                           per_sample:bool=False, # return per-sample values (n,) and gradients (n, d)
                          ):
-    "Exact F_α(x) and ∇F_α(x) for f(x; (a, y)) = φ(<a, x> − y) (Beta marginal; KLT note §4)."
+    "Exact F_α(x) and ∇F_α(x) for f(x; (a, y)) = φ(<a, x> − y) (Beta marginal; KLT note §4). Host-side (numpy): a test oracle."
     A, y, x = to_numpy(data.A), to_numpy(data.y), to_numpy(x)
     rho = np.maximum(alpha * np.linalg.norm(A, axis=1), 1e-300)
     val, der = smoothed_piecewise(phi, A @ x - y, rho, A.shape[1])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, numbers
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
+from .backend import get_xp, get_device, get_dtype, asarray, to_numpy, vnorm, make_rng, NOISE_DTYPE
 from .validation import check_positive, check_delta, check_count, check_bound
 from .privacy import calibrate_tree, calibrate_gaussian, tree_levels, DEFAULT_ACCOUNTANT
 from .ledger import Release, Ledger
@@ -37,28 +37,29 @@ def hessians_each(problem, # a `Problem` with `grad_each` (and optionally `hess_
     if hasattr(problem, "hess_each"): H = problem.hess_each(asarray(x), batch)
     else:
         xp, d, b = get_xp(), int(problem.dim), len(batch)
-        E = h * xp.eye(d)
-        P = xp.concatenate([asarray(x) + E, asarray(x) - E])                      # (2d, d) points
+        E = h * xp.eye(d, dtype=get_dtype(), device=get_device())
+        P = xp.concat([asarray(x) + E, asarray(x) - E])                           # (2d, d) points
         Gr = problem.grad_each(xp.broadcast_to(P, (b, 2 * d, d)), batch)           # (b, 2d, d)
-        H = (Gr[:, :d] - Gr[:, d:]) / (2 * h)                                      # column j: ∂∇f/∂x_j
-    return (H + H.transpose(0, 2, 1)) / 2
+        H = (Gr[:, :d, ...] - Gr[:, d:, ...]) / (2 * h)                            # column j: ∂∇f/∂x_j
+    return (H + get_xp().permute_dims(H, (0, 2, 1))) / 2
 
 # %% ../nbs/algorithms/21_sosp.ipynb #25d3704f
 def op_norms(H, # symmetric matrices, shape (b, d, d)
             ): # their operator norms max_i |λ_i|, shape (b,)
     "Spectral norms of a stack of symmetric matrices (batched `eigvalsh`)."
-    return get_xp().abs(get_xp().linalg.eigvalsh(H)).max(axis=-1)
+    xp = get_xp()
+    return xp.max(xp.abs(xp.linalg.eigvalsh(H)), axis=-1)
 
 def clip_matrices(H, # symmetric per-sample matrices, shape (b, d, d)
                   bound:float, # operator-norm bound
                  ) -> Clipped:
     "Scale every matrix of operator norm above `bound` down to `bound` (per-sample Hessian clipping)."
-    check_bound(bound); xp = get_xp(); H, bad = zero_nonfinite(asarray(H), (-2, -1))    # a NaN/inf matrix is zeroed
-    top = xp.maximum(xp.max(xp.abs(H), axis=(-2, -1)), xp.finfo(H.dtype).tiny)      # no overflow: norms of H/top, times top
+    check_bound(bound); bound = float(bound); xp = get_xp(); H, bad = zero_nonfinite(asarray(H), (-2, -1))   # a NaN/inf matrix is zeroed
+    top = xp.maximum(xp.max(xp.abs(H), axis=(-2, -1)), xp.finfo(H.dtype).smallest_normal)   # no overflow: norms of H/top, times top
     norms = top * op_norms(H / top[:, None, None])
     over = norms > bound * (1 + 1e-12)
-    with np.errstate(over="ignore"): scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).tiny))
-    return Clipped(H * scale[:, None, None], int(over.sum()), int(over.size), int(bad.sum()))
+    with np.errstate(over="ignore"): scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).smallest_normal))
+    return Clipped(H * scale[:, None, None], int(xp.count_nonzero(over)), int(over.shape[0]), int(xp.count_nonzero(bad)))
 
 # %% ../nbs/algorithms/21_sosp.ipynb #e0882680
 def clipped_mean_hessian(problem, # a `Problem`
@@ -69,10 +70,10 @@ def clipped_mean_hessian(problem, # a `Problem`
                         ) -> tuple: # ((1/b) Σ clip_M ∇²f(x; z), ClipCounter)
     "Oracle O3 of LT Alg. 4: the batch mean of per-sample Hessians, each clipped to operator norm M."
     xp, d, m = get_xp(), int(problem.dim), len(batch)
-    total, count = xp.zeros((d, d)), ClipCounter()
+    total, count = xp.zeros((d, d), dtype=get_dtype(), device=get_device()), ClipCounter()
     for lo, hi in row_chunks(m, d, d):
         c = clip_matrices(hessians_each(problem, x, batch[lo:hi]), M)
-        total, count = total + c.values.sum(axis=0), count.add(c)
+        total, count = total + xp.sum(c.values, axis=0), count.add(c)
     return total / (b if b is not None else max(m, 1)), count
 
 # %% ../nbs/algorithms/21_sosp.ipynb #42efa052
@@ -85,11 +86,11 @@ def clipped_mean_hessian_difference(problem, # a `Problem`
                                    ) -> tuple: # ((1/b_t) Σ clip [∇²f(x_t; z) − ∇²f(x_{t−1}; z)], ClipCounter)
     "Oracle O4 of LT Alg. 4: the batch mean of per-sample Hessian differences, each clipped to operator norm ρ||Δx||."
     xp, d, m = get_xp(), int(problem.dim), len(batch)
-    total, count = xp.zeros((d, d)), ClipCounter()
+    total, count = xp.zeros((d, d), dtype=get_dtype(), device=get_device()), ClipCounter()
     for lo, hi in row_chunks(m, d, 2 * d):
         sub = batch[lo:hi]
         c = clip_matrices(hessians_each(problem, x, sub) - hessians_each(problem, x_prev, sub), bound)
-        total, count = total + c.values.sum(axis=0), count.add(c)
+        total, count = total + xp.sum(c.values, axis=0), count.add(c)
     return total / (b if b is not None else max(m, 1)), count
 
 # %% ../nbs/algorithms/21_sosp.ipynb #c9e64368
@@ -118,7 +119,7 @@ def _escape_move(X, active, g, H, x0, eta:float, Xi:float, zeta) -> tuple:
     "x ← x − η(g + H(x − x_0) + ζ) for the active runs; (the new X, the runs that reach ||x − x_0|| ≥ Ξ now)."
     step = X - eta * (g + (X - x0) @ H.T + zeta)
     X = get_xp().where(active[:, None], step, X)
-    return X, active & (get_xp().linalg.norm(X - x0, axis=1) >= Xi)
+    return X, active & (get_xp().linalg.vector_norm(X - x0, axis=1) >= Xi)
 
 # %% ../nbs/algorithms/21_sosp.ipynb #2278cdcc
 def escape_steps(g, # frozen gradient estimate at the anchor, shape (d,)
@@ -133,12 +134,12 @@ def escape_steps(g, # frozen gradient estimate at the anchor, shape (d,)
     "The loop of LT Algorithm 2 with given noise: x ← x − η(g + H(x − x_0) + ζ_t) until ||x − x_0|| ≥ Ξ or Γ steps."
     g, H, x0, X, noise = asarray(g), asarray(H), asarray(x_anchor), asarray(X), asarray(noise)
     xp, R, Gamma = get_xp(), X.shape[0], noise.shape[0]
-    active, steps, path = xp.ones(R, dtype=bool), np.full(R, Gamma), [to_numpy(X)] if record else None
+    active, steps, path = xp.ones(R, dtype=xp.bool, device=get_device()), np.full(R, Gamma), [to_numpy(X)] if record else None
     for t in range(Gamma):
-        X, out = _escape_move(X, active, g, H, x0, eta, Xi, noise[t])
+        X, out = _escape_move(X, active, g, H, x0, eta, Xi, noise[t, ...])
         steps[to_numpy(out)] = t + 1; active = active & ~out
         if record: path.append(to_numpy(X))
-        if not bool(active.any()) and not record: break
+        if not bool(xp.any(active)) and not record: break
     escaped = to_numpy(~active)
     return EscapeOutput(np.where(escaped[:, None], to_numpy(X), to_numpy(x0)[None]), escaped, steps, np.array(path) if record else None)
 
@@ -285,9 +286,6 @@ class LTState(NamedTuple):
     xs: list                      # x_0, …, x_t
     rng: object                   # the run's streams
 
-# %% ../nbs/algorithms/21_sosp.ipynb #31d7a75a
-def _norm(v) -> float: return float(to_numpy(get_xp().linalg.norm(v)))
-
 # %% ../nbs/algorithms/21_sosp.ipynb #9b2d8e6b
 def _lt_step(s:LTState, t1:int, problem, stream, p, escape, stop_at_certificate):
     "Step t = t1 − 1 of LT Algorithm 3 with the oracles of Alg. 4 and the escape of Alg. 2."
@@ -300,7 +298,7 @@ def _lt_step(s:LTState, t1:int, problem, stream, p, escape, stop_at_certificate)
         if trees: tree.reset()
         refresh, drift, count, k, trees, bt, ls, hs = True, 0.0, 0, 1, trees + 1, p.b, 2 * p.G / p.b, 2 * p.M / p.b
     else:                                                             # O2 and O4 on two fresh batches of b_t
-        step = _norm(x - x_prev); bt = batch_size(step, p)
+        step = vnorm(x - x_prev); bt = batch_size(step, p)
         if stream.remaining < 2 * bt: return Stop(s, "data")
         lam_g, lam_h = p.M * step, p.rho * step
         dg, c = clipped_mean_difference(problem, x, x_prev, stream.take(bt)[1], lam_g, bt); gclip = gclip.add(c)
@@ -313,7 +311,7 @@ def _lt_step(s:LTState, t1:int, problem, stream, p, escape, stop_at_certificate)
 def _lt_close_escape(s:LTState, t:int, escaping:bool, frozen:int, p, stop_at_certificate:bool):
     "End a running escape once x is Ξ from its anchor (escaped) or its Γ steps are spent (stuck: the certificate)."
     if escaping:
-        dist = _norm(s.x - s.x_anc)
+        dist = vnorm(s.x - s.x_anc)
         if dist >= p.Xi or frozen - 1 <= 0:
             status = "escaped" if dist >= p.Xi else "stuck"
             s.anchors.append(Anchor(s.t_anc, to_numpy(s.x_anc), float(s.rec["released"][s.t_anc]), status, t - s.t_anc + 1, dist))
@@ -325,13 +323,13 @@ def _lt_close_escape(s:LTState, t:int, escaping:bool, frozen:int, p, stop_at_cer
 def _lt_move(s:LTState, t:int, tree_noise, refresh, bt, ls, hs, p, escape, stop_at_certificate):
     "The rest of step t: release ∇̃_t, trigger or run the escape, move, and close the escape (escaped, or stuck: certified)."
     released = s.grad_est + tree_noise                                # RELEASED: ∇̃_t
-    rnorm, frozen, escaping, count, t_anc, g_anc, H_anc, x_anc = _norm(released), s.frozen_prev - 1, s.escaping, s.count, s.t_anc, s.g_anc, s.H_anc, s.x_anc
+    rnorm, frozen, escaping, count, t_anc, g_anc, H_anc, x_anc = vnorm(released), s.frozen_prev - 1, s.escaping, s.count, s.t_anc, s.g_anc, s.H_anc, s.x_anc
     if escape and not escaping and rnorm <= p.theta and s.frozen_prev <= 0:
         frozen, escaping, count, t_anc, g_anc, H_anc, x_anc = p.Gamma, True, count + 1, t, released, s.H, s.x
     if escaping: g = g_anc + H_anc @ (s.x - x_anc) + s.rng.child(SOSP_STREAM, 2, t).normal(s.x.shape[0], scale=p.sigma_esc, dtype=NOISE_DTYPE)   # RELEASED
     else: g = released
     x_prev, x = s.x, s.x - p.eta * g
-    gnorm = _norm(g)
+    gnorm = vnorm(g)
     for key, v in zip(s.rec, (refresh, bt, s.k, rnorm, gnorm, escaping, ls, hs)): s.rec[key].append(v)
     s.xs.append(to_numpy(x))
     s = s._replace(x=x, x_prev=x_prev, drift=s.drift + gnorm, count=count, t_anc=t_anc, g_anc=g_anc, H_anc=H_anc, x_anc=x_anc)
@@ -342,7 +340,7 @@ def _lt_start(problem, p:SOSPParams, x0, rng) -> LTState:
     "Check p.d against the problem; the state before step 1 (a refresh is due: drift = κ), with an empty transcript."
     rng, d = make_rng(rng), int(problem.dim)
     if d != p.d: raise ValueError(f"The parameters are for d = {p.d} but the problem has d = {d}. Recompute them with `sosp_parameters`.")
-    x = asarray(problem.x0 if x0 is None else x0).astype(float)
+    x = asarray(problem.x0 if x0 is None else x0)                                # the active float dtype, on the device
     rec = {key: [] for key in ("refresh", "batch", "leaf", "released", "step", "escaping", "leaf_sens", "hess_sens")}
     return LTState(x, x, TreeMechanism(d, p.sigma_tree, p.T, rng=rng.child(SOSP_STREAM, 1)), None, None, None, None, None,
                    p.kappa, 0, 1, False, 0, 0, -1, ClipCounter(), ClipCounter(), [], rec, [to_numpy(x)], rng)
@@ -352,7 +350,7 @@ def _lt_output(s:LTState, why) -> SOSPOutput:
     "The `SOSPOutput` of the final state; `why` is the loop's stop reason (None: T steps)."
     anchors = list(s.anchors)
     if s.escaping: anchors.append(Anchor(s.t_anc, to_numpy(s.x_anc), float(s.rec["released"][s.t_anc]), "running", len(s.xs) - 1 - s.t_anc,
-                                         _norm(s.x - s.x_anc)))
+                                         vnorm(s.x - s.x_anc)))
     out, certified, reason = select_output(tuple(anchors), to_numpy(s.x))
     transcript = {key: np.array(v) for key, v in s.rec.items()}
     transcript["iterates"] = np.array(s.xs)

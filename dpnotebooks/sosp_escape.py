@@ -8,7 +8,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/experiments/sosp_escape.html.md"
 from __future__ import annotations
 import math, warnings
 import numpy as np
-from .backend import to_numpy
+from .backend import asarray, to_numpy
 from .problems import Saddle, saddle_base, saddle_base_grad
 from .streams import DataStream
 from .minimize import minimize
@@ -21,8 +21,8 @@ __all__ = ['score_escape_run', 'sosp_escape_experiment', 'format_sosp_escape', '
 # %% ../nbs/experiments/62_sosp_escape.ipynb #4f11990e
 def _population(prob, x) -> tuple:
     "Population ||∇F(x)||, λ_min(∇²F(x)) and F(x) of P1 (E z = 0, closed form)."
-    X = np.asarray(to_numpy(x), dtype=float)[None]
-    return (float(np.linalg.norm(to_numpy(saddle_base_grad(prob, X)))), float(to_numpy(prob.hessian_diag(X[0])).min()),
+    X = asarray(np.asarray(to_numpy(x), dtype=float)[None])                 # the closed forms on the backend, the scores on the host
+    return (float(np.linalg.norm(to_numpy(saddle_base_grad(prob, X)))), float(to_numpy(prob.hessian_diag(X[0, :])).min()),
             float(to_numpy(saddle_base(prob, X))[0]))
 
 # %% ../nbs/experiments/62_sosp_escape.ipynb #3c4319ca
@@ -63,7 +63,7 @@ def _escape_runs(grid, n, d, alpha, delta, jobs, scheduler, cache_path, progress
 # %% ../nbs/experiments/62_sosp_escape.ipynb #eebf4774
 def _noiseless_controls(n, d, alpha, base_seed, ref) -> list:
     "The two rows of the deterministic control (escape on, escape off) on noiseless P1; seconds, run here."
-    noiseless = Saddle(Saddle.synthetic(n, d, seed=base_seed), s=0.0, x0=np.r_[0.0, ref.x0[1:]])
+    noiseless = Saddle(Saddle.synthetic(n, d, seed=base_seed), s=0.0, x0=np.r_[0.0, to_numpy(ref.x0)[1:]])
     rows = []
     for esc in (True, False):
         p = sosp_parameters(d, None, None, noiseless.L, noiseless.smoothness, noiseless.hessian_lipschitz, noiseless.Phi, alpha, private=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, numbers
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
+from .backend import get_xp, get_device, get_dtype, backend_dtype, asarray, to_numpy, vnorm, make_rng, NOISE_DTYPE
 from .privacy import DEFAULT_ACCOUNTANT
 from .validation import check_positive, check_count, check_delta
 from .ledger import Release, Ledger, calibrate_ledger
@@ -43,12 +43,12 @@ def clipped_mean_gradient(problem, # a `Problem` with `grad_each`
                          ) -> tuple: # ((1/b) Σ clip_{L0} ∇f(w;x), ClipCounter)
     "Checkpoint / root gradient of ABGGMU Alg. 1 line 9 and Alg. 2 line 6, each per-sample gradient clipped to L0."
     xp, d, m = get_xp(), int(problem.dim), len(batch)
-    total, count = xp.zeros(d), ClipCounter()
+    total, count = xp.zeros(d, dtype=get_dtype(), device=get_device()), ClipCounter()
     for lo, hi in row_chunks(m, d, 1):
         sub = batch[lo:hi]
-        c = clip_rows(problem.grad_each(xp.broadcast_to(asarray(w), (hi - lo, 1, d)), sub)[:, 0], L0)
-        total, count = total + c.values.sum(axis=0), count.add(c)
-    return total / (b if b is not None else max(m, 1)), count
+        c = clip_rows(problem.grad_each(xp.broadcast_to(asarray(w), (hi - lo, 1, d)), sub)[:, 0, :], L0)
+        total, count = total + xp.sum(c.values, axis=0), count.add(c)
+    return total / float(b if b is not None else max(m, 1)), count
 
 # %% ../nbs/algorithms/20_spiderboost.ipynb #5508c08f
 def clipped_mean_difference(problem, # a `Problem` with `grad_each`
@@ -61,12 +61,12 @@ def clipped_mean_difference(problem, # a `Problem` with `grad_each`
     "Gradient variation of ABGGMU Alg. 1 line 13 / Alg. 2 line 15, each per-sample difference clipped to λ."
     xp, d, m = get_xp(), int(problem.dim), len(batch)
     P = xp.stack([asarray(w), asarray(w_ref)])
-    total, count = xp.zeros(d), ClipCounter()
+    total, count = xp.zeros(d, dtype=get_dtype(), device=get_device()), ClipCounter()
     for lo, hi in row_chunks(m, d, 2):
         G = problem.grad_each(xp.broadcast_to(P, (hi - lo, 2, d)), batch[lo:hi])
-        c = clip_rows(G[:, 0] - G[:, 1], bound)
-        total, count = total + c.values.sum(axis=0), count.add(c)
-    return total / (b if b is not None else max(m, 1)), count
+        c = clip_rows(G[:, 0, :] - G[:, 1, :], bound)
+        total, count = total + xp.sum(c.values, axis=0), count.add(c)
+    return total / float(b if b is not None else max(m, 1)), count
 
 # %% ../nbs/algorithms/20_spiderboost.ipynb #da2526d2
 class SpiderState(NamedTuple):
@@ -79,15 +79,15 @@ class SpiderState(NamedTuple):
 
 def spider_init(w0) -> SpiderState:
     "State at t = 0: w_0 = w_{−1} = w0, no estimate yet."
-    w0 = asarray(w0).astype(float)
-    return SpiderState(0, w0, w0, get_xp().zeros_like(w0), ClipCounter())
+    xp = get_xp(); w0 = xp.astype(asarray(w0), backend_dtype(np.float64))   # a float64 copy on the active backend
+    return SpiderState(0, w0, w0, xp.zeros_like(w0), ClipCounter())
 
 # %% ../nbs/algorithms/20_spiderboost.ipynb #e56e14c5
 def _spider_data_term(problem, state:SpiderState, batch, b:int, checkpoint:bool, L0:float, L1:float, diff_bound) -> tuple:
     "The data part of ∇_t and what it is added to: (clipped batch mean, ClipCounter, per-sample bound λ_t, base)."
     if checkpoint:
         mean, c = clipped_mean_gradient(problem, state.w, batch, L0, b); return mean, c, L0, 0.0
-    lam = diff_bound if diff_bound is not None else min(L1 * float(to_numpy(get_xp().linalg.norm(state.w - state.w_prev))), 2 * L0)
+    lam = diff_bound if diff_bound is not None else min(L1 * vnorm(state.w - state.w_prev), 2 * L0)
     mean, c = clipped_mean_difference(problem, state.w, state.w_prev, batch, lam, b)
     return mean, c, lam, state.v
 
@@ -106,7 +106,7 @@ def spider_estimate(problem, # a `Problem` with `grad_each`
     "One SPIDER estimate: ABGGMU Alg. 1 lines 6-14 (noise std z·λ_t/b, so the multiplier is the same at every step)."
     mean, c, lam, base = _spider_data_term(problem, state, batch, b, checkpoint, L0, L1, diff_bound)
     std = z * lam / b
-    noise = rng.normal(int(problem.dim), std, dtype=NOISE_DTYPE) if std > 0 else 0.0
+    noise = rng.normal(int(problem.dim), float(std), dtype=NOISE_DTYPE) if std > 0 else 0.0
     return base + mean + noise, state.clip.add(c), std, lam
 
 # %% ../nbs/algorithms/20_spiderboost.ipynb #97387439
@@ -117,10 +117,10 @@ def spider_step(state:SpiderState, # current state
                 step_length:float|None=None, # r: normalized step w − r ∇_t/||∇_t|| (Alg. 2 line 23)
                ) -> SpiderState:
     "w_{t+1} = w_t − η∇_t (Alg. 1 line 16) or w_t − r∇_t/||∇_t|| (Alg. 2 lines 23-24); returns a new state."
-    if step_length is None: w = state.w - eta * v
+    if step_length is None: w = state.w - float(eta) * v
     else:
-        nv = float(to_numpy(get_xp().linalg.norm(v)))
-        w = state.w - (step_length / nv) * v if nv > 0 else state.w
+        nv = vnorm(v)
+        w = state.w - float(step_length / nv) * v if nv > 0 else state.w
     return SpiderState(state.t + 1, w, state.w, v, clip)
 
 # %% ../nbs/algorithms/20_spiderboost.ipynb #a85daa12
@@ -289,7 +289,7 @@ def _spider_step(r:SpiderRun, t1:int, problem, data, q, b1, b2, eta, z1, z2, L0,
     batch = data.batch(poisson_indices(n, bt / n, r.rng.child(SPIDER_STREAM, 1, t)))
     v, clip, std, lam = spider_estimate(problem, r.s, batch, bt, cp, L0, L1, z1 if cp else z2, r.rng.child(SPIDER_STREAM, 2, t))
     r.stds[t], r.zs[t] = std, (std * bt / lam if lam > 0 else 0.0)
-    r.norms[t] = float(to_numpy(get_xp().linalg.norm(v)))
+    r.norms[t] = vnorm(v)
     s = spider_step(r.s, v, clip, eta=eta)
     if r.W is not None: r.W.append(to_numpy(s.w)); r.V.append(to_numpy(v))
     return r._replace(s=s, w_bar=to_numpy(s.w) if s.t == r.pick else r.w_bar)
@@ -305,7 +305,7 @@ class GemanMcClure(LinearModel):
     @classmethod
     def synthetic(cls, n:int, d:int, seed=0, noise:float=0.3):
         "Rows uniform on the unit sphere, y = <a, w*> + noise with ||w*|| = 2."
-        rng = make_rng(seed); A = rng.sphere(n, d); w_star = 2 * rng.sphere(1, d)[0]
+        rng = make_rng(seed); A = rng.sphere(n, d); w_star = 2 * rng.sphere(1, d)[0, :]
         return Dataset(A, A @ w_star + noise * rng.normal(n), "geman-mcclure")
     def __init__(self, data:Dataset, x0=None):
         super().__init__(data, data.p, L=3 * math.sqrt(3) / 8, x0=np.zeros(data.p) if x0 is None else x0, smoothness=2.0)
@@ -393,7 +393,8 @@ def _tree_spider_start(problem, stream, T:int, D:int, b:int, w0, rng) -> TreeSpi
                                                  "Use fewer rounds, a smaller b, or more data. Nothing was read.")
     rng, d = make_rng(rng), int(problem.dim)
     pick = int(to_numpy(rng.child(SPIDER_STREAM, 5).integers(0, T * 2 ** D, 1))[0])   # the output leaf (data-independent)
-    return TreeSpiderState(asarray(np.zeros(d) if w0 is None else w0).astype(float), ClipCounter(), [], [], [], [], 0, None, pick, rng)
+    w = get_xp().astype(asarray(np.zeros(d) if w0 is None else w0), backend_dtype(np.float64))   # a float64 copy on the active backend
+    return TreeSpiderState(w, ClipCounter(), [], [], [], [], 0, None, pick, rng)
 
 # %% ../nbs/algorithms/20_spiderboost.ipynb #b79fffa2
 def _rec(record, pts, ests, ks, path):
@@ -437,19 +438,19 @@ def _tree_round(s:TreeSpiderState, t:int, problem, stream, D, b, beta, r, L0, si
     "Round t of tree-based Private Spider (ABGGMU arXiv Alg. 2)."
     xp, d, w, rng = get_xp(), s.w.shape[0], s.w, s.rng
     g, c = clipped_mean_gradient(problem, w, stream.take(b)[1], L0, b); clip = s.clip.add(c)
-    if sigma_root > 0: g = g + rng.child(SPIDER_STREAM, 4, t, 0).normal(d, sigma_root, dtype=NOISE_DTYPE)
+    if sigma_root > 0: g = g + rng.child(SPIDER_STREAM, 4, t, 0).normal(d, float(sigma_root), dtype=NOISE_DTYPE)
     W, G, leaf_no, w_pick = xp.stack([w] * (D + 1)), xp.stack([g] * (D + 1)), s.leaf_no, s.w_pick
     for k in range(2 ** D):
         if k > 0:
             j = D - _trailing_zeros(k); bound = 2 ** (D - j) * beta / 2 ** (D / 2)
-            delta_, c = clipped_mean_difference(problem, w, W[j - 1], stream.take(b >> j)[1], bound, b >> j); clip = clip.add(c)
-            if sigma_node > 0: delta_ = delta_ + rng.child(SPIDER_STREAM, 4, t, k).normal(d, sigma_node, dtype=NOISE_DTYPE)
-            if record: s.path.append((float(to_numpy(xp.linalg.norm(w - W[j - 1]))), 2 ** (D - j) * r, j))
-            g = G[j - 1] + delta_
-            W, G = xp.concatenate([W[:j], xp.stack([w] * (D + 1 - j))]), xp.concatenate([G[:j], xp.stack([g] * (D + 1 - j))])
+            delta_, c = clipped_mean_difference(problem, w, W[j - 1, :], stream.take(b >> j)[1], bound, b >> j); clip = clip.add(c)
+            if sigma_node > 0: delta_ = delta_ + rng.child(SPIDER_STREAM, 4, t, k).normal(d, float(sigma_node), dtype=NOISE_DTYPE)
+            if record: s.path.append((vnorm(w - W[j - 1, :]), 2 ** (D - j) * r, j))
+            g = G[j - 1, :] + delta_
+            W, G = xp.concat([W[:j, :], xp.stack([w] * (D + 1 - j))]), xp.concat([G[:j, :], xp.stack([g] * (D + 1 - j))])
         if record: s.pts.append(to_numpy(w)); s.ests.append(to_numpy(g)); s.ks.append(k)
         if leaf_no == s.pick: w_pick = to_numpy(w)
-        leaf_no, gn = leaf_no + 1, float(to_numpy(xp.linalg.norm(g)))
+        leaf_no, gn = leaf_no + 1, vnorm(g)
         if gn <= 2 * alpha_tilde: return Stop(s._replace(w=w, clip=clip, leaf_no=leaf_no, w_pick=w_pick), (t, k))
-        if k < 2 ** D - 1 or step_after_last_leaf: w = w - (r / gn) * g
+        if k < 2 ** D - 1 or step_after_last_leaf: w = w - float(r / gn) * g
     return s._replace(w=w, clip=clip, leaf_no=leaf_no, w_pick=w_pick)

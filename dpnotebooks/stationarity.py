@@ -8,7 +8,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/core/stationarity.html.md"""
 from __future__ import annotations
 import math, warnings
 from typing import NamedTuple
-import numpy as np  # host side only: the small dense problems handed to scipy (NNLS, Lanczos)
+import numpy as np  # host side: the hull solvers (NNLS, Frank–Wolfe) and Lanczos; device arrays come in through to_numpy
 from scipy.optimize import nnls
 from scipy.sparse.linalg import LinearOperator, eigsh, ArpackNoConvergence
 from .backend import get_xp, asarray, to_numpy, make_rng, RNG
@@ -44,7 +44,7 @@ def _hull_nnls(G, tol:float, max_iter:int) -> np.ndarray:
 # %% ../nbs/core/05_stationarity.ipynb #22d5d713
 def _hull_fw(G, tol:float, max_iter:int) -> np.ndarray:
     "Simplex weights of the min-norm point of conv(rows of G), by away-step Frank–Wolfe with exact line search."
-    xp = get_xp()
+    xp = np                                            # host side: `G` is a numpy array (see `min_norm_hull`)
     tol = max(tol, 8 * float(xp.finfo(G.dtype).eps))  # a gap below rounding error is unreachable
     lam = xp.zeros(G.shape[0], dtype=G.dtype)
     lam[int(xp.argmin(xp.linalg.norm(G, axis=1)))] = 1.0  # start at the shortest gradient
@@ -78,11 +78,11 @@ def min_norm_hull(G, # gradients g_1..g_k as rows, shape (k, d)
                  )->Hull: # (norm, weights)
     "min over the simplex of ||Σ_j λ_j g_j||: the inner problem of the Goldstein certificate (KLT Def. 2.1)."
     if method not in _HULL_SOLVERS: raise ValueError(f"Unknown hull solver {method!r}: choose one of {', '.join(_HULL_SOLVERS)}.")
-    G = _check_gradients(G)
-    scale = float(get_xp().linalg.norm(G, axis=1).max())
+    G = to_numpy(_check_gradients(G))                  # checked on the backend, then solved on the host (numpy, scipy)
+    scale = float(np.linalg.norm(G, axis=1).max())
     if scale == 0.0: return Hull(0.0, np.full(G.shape[0], 1.0 / G.shape[0]))
     weights = _HULL_SOLVERS[method](G / scale, tol, int(max_iter))
-    return Hull(float(get_xp().linalg.norm(asarray(weights) @ G)), weights)
+    return Hull(float(np.linalg.norm(np.asarray(weights, dtype=G.dtype) @ G)), weights)
 
 # %% ../nbs/core/05_stationarity.ipynb #23b6aa28
 def _check_point(x):
@@ -134,7 +134,7 @@ def goldstein_certificate(grad_fn, # callable (k, d) -> (k, d) gradients, or a p
     "Sampled certificate for (α, β)-Goldstein stationarity at `x` (KLT Def. 2.1, ZTC Def. 2.1)."
     x, alpha = _check_point(x), _check_alpha(alpha)
     if int(k) < 1: raise ValueError(f"`k` must be a positive number of sample points. Found {k!r}.")
-    Y = get_xp().concatenate([x[None, :], x + make_rng(rng).ball(int(k) - 1, x.shape[0], alpha)])
+    Y = get_xp().concat([x[None, :], x + make_rng(rng).ball(int(k) - 1, x.shape[0], alpha)])
     norm, weights = min_norm_hull(_gradients(grad_fn, Y), method=method)
     return GoldsteinCertificate(norm, weights, Y)
 
@@ -155,7 +155,7 @@ def grad_norm(grad_fn, # callable (k, d) -> (k, d) gradients, or a problem with 
              )->float: # ||∇F(x)||
     "Full-batch gradient norm ||∇F(x)||: the first-order stationarity measure (ABGGMU; LT Def. 1.1)."
     x = _check_point(x)
-    return float(get_xp().linalg.norm(_gradients(grad_fn, x[None, :])[0]))
+    return float(np.linalg.norm(to_numpy(_gradients(grad_fn, x[None, :]))[0]))    # the norm on the host
 
 # %% ../nbs/core/05_stationarity.ipynb #1c46b5ca
 def _hvp_map(hvp_fn, x, d:int):
@@ -202,10 +202,10 @@ def smoothed_grad_fn(value_fn, # h on a batch: points Z of shape (N, d) -> value
     def grad_fn(Y):
         xp = get_xp(); Y = asarray(Y); N, d = Y.shape
         U = rng.sphere((N, int(m)), d)                                   # (N, m, d)
-        Z = xp.concatenate([Y[:, None, :] + alpha * U, Y[:, None, :] - alpha * U]).reshape(-1, d)
+        Z = xp.reshape(xp.concat([Y[:, None, :] + alpha * U, Y[:, None, :] - alpha * U]), (-1, d))
         values = asarray(value_fn(Z))
         if tuple(values.shape) != (Z.shape[0],):
             raise ValueError(f"`value_fn` must map points (N, d) to values (N,): given {tuple(Z.shape)} it returned {tuple(values.shape)}.")
-        diff = values[: N * int(m)].reshape(N, int(m)) - values[N * int(m):].reshape(N, int(m))
+        diff = xp.reshape(values[: N * int(m)], (N, int(m))) - xp.reshape(values[N * int(m):], (N, int(m)))
         return zo_from_differences(diff, U, alpha)          # (d/2α)·mean_j diff_j u_j, shared with 03_smoothing
     return grad_fn

@@ -60,7 +60,7 @@ DataStream.take, DataStream._hand_out = _take, _hand_out
 # %% ../nbs/core/04a_streams.ipynb #2b4fc0de
 def _take_indices(self, idx):
     "Hand out specific samples by index; raises `SampleReuseError` if any was handed out before."
-    idx = np.asarray(idx, dtype=np.int64)
+    idx = np.asarray(to_numpy(idx), dtype=np.int64)                  # bookkeeping on the host; the batch goes to the device
     if len(np.unique(idx)) != len(idx): raise SampleReuseError("The requested indices contain duplicates; a sample may be used once.")
     used = idx[self.uses[idx] > 0]
     if len(used): raise SampleReuseError(f"Samples {used[:5].tolist()} were already used; a single-pass stream hands out each sample once.")
@@ -83,7 +83,7 @@ class MultiPassView:
         return self.data
     def batch(self, idx):
         "The samples at `idx` (counted; repeats allowed)."
-        idx = np.asarray(idx, dtype=np.int64)
+        idx = np.asarray(to_numpy(idx), dtype=np.int64)              # counted on the host; the rows come back on the device
         np.add.at(self.uses, idx, 1)
         return self.data[idx]
     @property

@@ -143,7 +143,7 @@ def _prefix_sums(self, increments, # M_1, …, M_n, shape (n, *shape) with n ≤
         raise ValueError(f"`increments` must have 1 to length = {self.length} rows (one period). Found {M.shape[0]}.")
     if self._state.t != 0:
         raise RuntimeError(f"`prefix_sums` releases a whole period from its start, but this tree is at step {self._state.t}. Call `reset()` first.")
-    S = xp.cumsum(M, axis=0)
-    return xp.stack([S[i] + self.noise(i + 1) for i in range(M.shape[0])])
+    S = xp.cumulative_sum(M, axis=0)
+    return xp.stack([S[i, ...] + self.noise(i + 1) for i in range(M.shape[0])])
 
 TreeMechanism.prefix_sums = _prefix_sums

@@ -34,7 +34,7 @@ def zo_blocks(problem, z, batch, alpha:float, m:int, rng, chunk:int, z_prev=None
     b, d = len(batch), problem.dim
     bs, ms = block_sizes(b, m, d, chunk)
     for i, lo in enumerate(range(0, b, bs)):
-        part, G = batch[lo:lo + bs], 0.0
+        part, G = batch[lo:min(lo + bs, b)], 0.0               # stops within the batch (the array API refuses others)
         for j, mlo in enumerate(range(0, m, ms)):
             U = rng.child(i, j).sphere((len(part), min(ms, m - mlo)), d)
             if z_prev is None or directions == "shared":                        # f(z ± αu) differences, or their change since z_{t−1}
@@ -52,10 +52,10 @@ def clipped_block_mean(blocks, # iterable of per-sample rows, each (b_block, d)
                   b:int, # batch size: the mean divides by b
                  ) -> tuple:
     "(mean of the per-sample rows clipped to `bound`, Clipped(None, rows clipped, rows examined))."
-    total, count = 0.0, ClipCounter()
+    xp, total, count = get_xp(), 0.0, ClipCounter()
     for G in blocks:
         c = Clipped(G, 0, int(G.shape[0])) if math.isinf(bound) else clip_rows(G, bound)
-        total, count = total + c.values.sum(axis=0), count.add(c)
+        total, count = total + xp.sum(c.values, axis=0), count.add(c)
     return total / b, Clipped(None, *count)
 
 # %% ../nbs/algorithms/11_zo_oracles.ipynb #a8f8d44a
@@ -83,7 +83,7 @@ def _check_call(self, z, t):
     "Validate one call: t must be the previous step + 1 and z a finite (d,) vector; returns a copy of z on the backend."
     if t != self.t_last + 1:
         raise RuntimeError(f"The oracle must be called with t = 1, 2, … in order: expected t = {self.t_last + 1}, got {t}. Build a new oracle for a new run.")
-    xp, z = get_xp(), asarray(z).copy()
+    xp = get_xp(); z = xp.asarray(asarray(z), copy=True)
     if z.shape != (self.dim,) or not bool(xp.all(xp.isfinite(z))): raise ValueError(f"`z` must be a finite vector of shape ({self.dim},). Found shape {tuple(z.shape)}.")
     return z
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
+from .backend import get_xp, get_device, get_dtype, asarray, to_numpy, vnorm, make_rng, NOISE_DTYPE
 from .privacy import tree_levels
 from .validation import check_positive, check_count
 from .ledger import Release, Ledger
@@ -28,11 +28,11 @@ def _batch_mean(per_sample:Callable, batch, m:int, d:int, rng, chunk:int) -> tup
     "Mean over `batch` of per_sample(sub, U) -> ((b', d), Clipped), U ~ U(S)^(b', m) drawn per chunk; and the clip counts."
     xp, b = get_xp(), len(batch)
     rows = max(1, int(chunk) // (2 * m * d))
-    total, counter = xp.zeros(d), ClipCounter()
+    total, counter = xp.zeros(d, dtype=get_dtype(), device=get_device()), ClipCounter()
     for lo in range(0, b, rows):
-        sub = batch[lo:lo + rows]
+        sub = batch[lo:min(lo + rows, b)]
         G, c = per_sample(sub, rng.sphere((len(sub), m), d))
-        total, counter = total + G.sum(axis=0), counter.add(c)
+        total, counter = total + xp.sum(G, axis=0), counter.add(c)
     return total / b, counter
 
 # %% ../nbs/algorithms/11a_ztc_oracle.ipynb #7e1d674b
@@ -65,7 +65,7 @@ def ztc_diff(problem, # a `Problem`
     "ZTC Alg. 2 DIFF: shared samples and directions, differences clipped to L·min(||x − y||, max_gap)."
     check_positive("alpha", alpha); d = problem.dim
     L = problem.L if L is None else L
-    gap = float(to_numpy(get_xp().linalg.norm(asarray(x) - asarray(y))))
+    gap = vnorm(asarray(x) - asarray(y))
     bound = L * min(gap, max_gap)
     def per(sub, U):
         c = clip_values(shifted_differences(problem, x, y, sub, U, alpha), bound)
@@ -152,7 +152,7 @@ def _ztc_call(self, z, # the query point w_t, shape (d,)
              ):
     "g̃_t = g_t + TREE(τ): GRAD at τ = 1, g_{t−1} + DIFF(w_t, w_{t−1}) otherwise (ZTC Alg. 4)."
     if t != self.t + 1: raise RuntimeError(f"The oracle must be called with t = 1, 2, … in order: expected t = {self.t + 1}, got {t}.")
-    z = asarray(z).astype(float)
+    z = get_xp().asarray(asarray(z), copy=True)
     k, tau = period_position(t, self.period)
     dirs = self.rng.child(ZTC_STREAM, 1, t)
     if tau == 1:
@@ -206,7 +206,7 @@ def _naive_call(self, z, # the query point w_t, shape (d,)
     "g̃_t = two-point estimate on B fresh samples + N(0, σ²I) (ZTC Alg. 6)."
     if t != self.t + 1: raise RuntimeError(f"The oracle must be called with t = 1, 2, … in order: expected t = {self.t + 1}, got {t}.")
     _, batch = self.stream.take(self.B)
-    g, c = ztc_grad(self.problem, asarray(z).astype(float), batch, self.alpha, self.rng.child(ZTC_STREAM, 3, t), 1, self.L)
+    g, c = ztc_grad(self.problem, asarray(z), batch, self.alpha, self.rng.child(ZTC_STREAM, 3, t), 1, self.L)
     self.t, self.clip = t, self.clip.add(c)
     return g + self.rng.child(ZTC_STREAM, 4, t).normal(self.dim, scale=self.sigma, dtype=NOISE_DTYPE) if self.sigma > 0 else g
 

@@ -6,13 +6,15 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a longer test (audits, end-to-end); CI still runs it")
 
 _AVAILABLE = available_backends()
+_WHY = {"cupy": "no usable CUDA GPU (cupy)", "torch": "torch is not installed (the [torch] extra)",
+        "array-api-strict": "array-api-strict is not installed (the [dev] extra)"}
 _BACKEND_PARAMS = [pytest.param(name, id=name,
-                                marks=() if name in _AVAILABLE else pytest.mark.skip(reason="no CUDA GPU"))
-                   for name in ("numpy", "cupy")]
+                                marks=() if name in _AVAILABLE else pytest.mark.skip(reason=_WHY[name]))
+                   for name in ("numpy", "array-api-strict", "torch", "cupy")]
 
 @pytest.fixture(params=_BACKEND_PARAMS)
 def backend(request):
-    "Run the test once per array backend (cupy is skipped where no CUDA GPU is usable); yields the backend name."
+    "Run the test once per array backend (one not usable here is skipped, with the reason); yields the backend name."
     with use_backend(request.param):
         yield request.param
 

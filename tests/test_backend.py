@@ -11,7 +11,10 @@ needs_no_gpu = pytest.mark.skipif("cupy" in B.available_backends(), reason="a CU
 def test_backend_fixture_selects_backend(backend):
     assert B.get_backend() == backend
     x = B.asarray([1.0, 2.0])
-    assert isinstance(x, B.get_xp().ndarray) and x.dtype == B.get_dtype()
+    import array_api_compat
+    assert array_api_compat.is_array_api_obj(x) and x.dtype == B.get_dtype()
+    if B.get_device() is not None: assert array_api_compat.device(x) == B.get_device()
+    np.testing.assert_array_equal(B.to_numpy(x), [1.0, 2.0])
 
 def test_rng_reproducible(backend):
     draw = lambda rng: [B.to_numpy(a) for a in (rng.normal((3, 4)), rng.uniform(5), rng.integers(0, 10, 6),
