@@ -7,7 +7,9 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/interface/package.html.md"""
 # %% auto #0
 __all__ = ['PARAMS_HEADER', 'set_backend', 'get_backend', 'use_backend', 'available_backends', 'Dataset', 'Problem',
            'get_problem', 'list_problems', 'load_file', 'with_data', 'Ledger', 'Result', 'BudgetExceededError', 'Plan',
-           'InsufficientDataError', 'list_algorithms', 'RunStopped', 'minimize', 'plan', 'planned_ledger']
+           'InsufficientDataError', 'list_algorithms', 'RunStopped', 'minimize', 'plan', 'planned_ledger',
+           'code_labels', 'train_test_split', 'public_scaler', 'fit_private_scaler', 'tune', 'plan_tuning',
+           'TuneResult']
 
 # %% ../nbs/interface/51_package.ipynb #22ebfb50
 __version__ = "0.0.3"
@@ -22,7 +24,11 @@ A tour in a few names (each is documented: `help(dpnotebooks.minimize)` lists ev
     res.x, res.epsilon_spent, res.ledger                             # the point, its price, what was released
 
 - `list_algorithms()`: the algorithms of the four papers (KLT, ZTC, ABGGMU, LT) and DP-SGD, with their theorems.
-- `Dataset(A, y)` and `with_data(problem, dataset)`: your own data; `load_file` reads .npz and .csv files.
+- `Dataset(A, y)`, `Dataset.from_csv/from_npz/from_arrays` and `with_data(problem, dataset)`: your own data;
+  `code_labels` codes two-valued labels for the loss (and says so), `train_test_split` holds out a test set,
+  `public_scaler` / `fit_private_scaler` scale features (public constants, or a private estimate with its ledger).
+- `tune(problem, algorithm, grid, epsilon, delta)`: private hyperparameter selection (Papernot & Steinke 2022), the
+  whole selection priced at the total ε.
 - `from_torch(module, data, L, loss=...)` and `from_jax(loss, params, data, L)`: your own model, written in PyTorch
   or JAX (optional extras), as a problem every algorithm accepts.
 - `set_backend("cupy" | "torch" | "array-api-strict")`: the same array-API code on a GPU, on torch tensors, or on the
@@ -42,10 +48,13 @@ from .registry import Plan, InsufficientDataError, list_algorithms
 from .faults import RunStopped
 from .minimize import minimize, plan_run as plan, planned_ledger
 from .losses import from_jax, from_torch, FrameworkLoss
+from .data import code_labels, train_test_split, public_scaler, fit_private_scaler
+from .tuning import tune, plan_tuning, TuneResult
 
 _all_ = ["set_backend", "get_backend", "use_backend", "available_backends", "Dataset", "Problem", "get_problem", "list_problems",
          "load_file", "with_data", "Ledger", "Result", "BudgetExceededError", "Plan", "InsufficientDataError", "list_algorithms",
-         "RunStopped", "minimize", "plan", "planned_ledger"]
+         "RunStopped", "minimize", "plan", "planned_ledger", "code_labels", "train_test_split", "public_scaler", "fit_private_scaler",
+         "tune", "plan_tuning", "TuneResult"]
 
 # %% ../nbs/interface/51_package.ipynb #f90943cc
 PARAMS_HEADER = "Parameters (from the comments in the signature):"

@@ -271,7 +271,7 @@ def run_oracle_audit(name:str, # a registered O2NC algorithm (a key of AUDIT_SPE
 def _dpsgd_setup(n:int, d:int, epsilon:float, delta:float, epochs:int, r:RNG, bug:Callable|None, steep:float) -> tuple:
     "((D, D'), plan, claim, kwargs of `dp_sgd` (as bugged), canary): full-batch recipe calibration and the ledger's claim."
     honest = audit_data(n, d, r.child(0))
-    plan = plan_run(SignedAbs(honest), "dp-sgd", epsilon, delta, batch_size=n, epochs=epochs)
+    plan = plan_run(SignedAbs(honest), "dp-sgd", epsilon, delta, batch_size=n, epochs=epochs, sampling="shuffle")  # full batch: no sampling to amplify
     p = plan.params
     claim = dpsgd_releases(plan.n, p.T, p.batch, p.C, p.sigma, p.sampling).spent(delta, plan.accountant)
     kwargs = dict(steps=p.T, batch_size=p.batch, lr=p.eta, clip=p.C, sigma=p.sigma, alpha=plan.alpha, sampling=p.sampling, x0=10 * np.eye(d)[0])

@@ -10,7 +10,11 @@ import argparse, json, sys, time
 from pathlib import Path
 import numpy as np
 from .backend import set_backend, get_backend, to_numpy, BackendUnavailableError, BACKENDS
-from .problems import get_problem, list_problems, load_file, with_data, PROBLEMS
+from .problems import get_problem, list_problems, load_file, with_data, PROBLEMS, Dataset, load_sklearn
+from .data import (code_labels, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
+                              split_budget, training_epsilon, compose, SCALE_SHARE)
+from .ledger import Ledger
+from .backend import make_rng
 from .privacy import ACCOUNTANTS, DEFAULT_ACCOUNTANT, NEIGHBOURING
 from .reference import smoothed_sgd
 from .stationarity import goldstein_norm, grad_norm, hessian_min_eig
@@ -22,13 +26,14 @@ from .minimize import (minimize, list_algorithms, check_request, plan_run, plann
                                   InsufficientDataError)
 from .ledger import BudgetExceededError
 from .faults import RunStopped
-from .registry import record_dict
+from .registry import record_dict, algorithm_knobs
+from .tuning import tune, DISTRIBUTIONS, SCORES, accuracy
 from .checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'evaluate', 'evaluation_block', 'load_loss', 'run_data',
+__all__ = ['ALGORITHMS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'evaluate', 'evaluation_block', 'load_loss', 'run_data', 'user_data',
            'run_algorithm', 'format_run', 'dry_run', 'cmd_run', 'run_demo', 'format_demo', 'plot_demo', 'cmd_demo',
-           'cmd_audit', 'cmd_experiment', 'build_parser', 'main']
+           'cmd_audit', 'cmd_experiment', 'run_tune', 'cmd_tune', 'knobs_text', 'build_parser', 'main']
 
 # %% ../nbs/interface/50_cli.ipynb #66e348ae
 ALGORITHMS = {**dict(list_algorithms()),
@@ -60,10 +65,7 @@ def evaluate(problem, x, alpha:float, k:int=128, kind:str="goldstein") -> dict:
     stat = goldstein_norm(problem, x, 2 * alpha, k=k, rng=1) if kind == "goldstein" else grad_norm(problem, x)
     out = dict(loss=float(to_numpy(problem.loss(x[None, :]))[0]), stationarity=float(stat))
     if kind == "sosp": out["lambda_min"] = hessian_min_eig(problem, x, len(x))     # Lanczos on Hessian-vector products
-    if getattr(problem, "classifier", False): out["accuracy"] = problem.score(x)     # a user's model with a predictor (04e_losses)
-    elif problem.name in ("logistic", "sigmoid-glm"):                                # labels ±1 (logistic) or 0/1 (sigmoid-glm)
-        t, y = to_numpy(problem.data.A) @ x, to_numpy(problem.data.y)
-        out["accuracy"] = float(np.mean((t > 0) == (y > (0.5 if problem.name == "sigmoid-glm" else 0.0))))
+    if getattr(problem, "classifier", False): out["accuracy"] = problem.score(x)     # logistic, sigmoid-glm, hinge relu-net, a user's model
     return out
 
 # %% ../nbs/interface/50_cli.ipynb #8f948675
@@ -101,6 +103,7 @@ def run_data(problem:str, n:int, d:int, data_seed:int=0, data:str|None=None, tes
         train = _user_problem(problem, data)
         return (train, None, None) if test is None else (train, with_data(train, load_file(test)), f"held-out file {test} (not private)")
     if data in (None, "synthetic"):
+        n, d = 20000 if n is None else n, 10 if d is None else d
         n_test = min(n, 10_000) if n_test is None else n_test
         full = get_problem(problem, n=n + n_test, d=d, seed=data_seed)
         train = with_data(full, full.data[:n])
@@ -111,38 +114,143 @@ def run_data(problem:str, n:int, d:int, data_seed:int=0, data:str|None=None, tes
     return train, with_data(train, load_file(test)), f"held-out file {test} (not private)"
 
 
+# %% ../nbs/interface/50_cli.ipynb #dff16e97
+def _check_size(n, d, ds:Dataset, data:str):
+    "--n/--d with --data: refused unless they match the file (they size synthetic data only)."
+    for flag, v, have in (("--n", n, len(ds)), ("--d", d, ds.p)):
+        if v is not None and int(v) != have:
+            raise ValueError(f"{flag} {v} was given with --data {data}, which has {flag[2:]} = {have}: {flag} sets the size of synthetic data only. "
+                             f"Drop {flag} (or make it match).")
+
+def _read(data:str, problem:str) -> Dataset:
+    "A bundled dataset (already coded and scaled with public constants) or a user file (raw)."
+    if data in ("breast-cancer", "digits"): return load_sklearn(data, labels="01" if problem == "sigmoid-glm" else "pm1")
+    return Dataset.from_file(data)
+
+# %% ../nbs/interface/50_cli.ipynb #f1095b57
+def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|None=None, split_seed:int=0,
+              n:int|None=None, d:int|None=None, classes=None) -> tuple:
+    "(train, held-out Dataset or None, what the held-out data is, the record's `data` block): read, labels coded, split; not scaled."
+    if test is not None and test_fraction is not None: raise ValueError("Give either --test FILE or --test-fraction F, not both.")
+    raw = _read(data, problem); _check_size(n, d, raw, data)
+    loss = None if ":" in problem else problem
+    train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
+    held, what, split = None, None, None
+    if test is not None:
+        held, what = _read(test, problem), f"held-out file {test} (not private)"
+        known = coding["values"] if coding and isinstance(coding["values"], list) else classes
+        if loss: held = code_labels(held, loss, known, say=False)[0]
+    elif test_fraction is not None:
+        train, held = train_test_split(train, test_fraction, split_seed)
+        what = f"held-out {test_fraction:g} of {data} (random split, public seed {split_seed}; not private)"
+        split = dict(test_fraction=float(test_fraction), seed=int(split_seed), n_train=len(train), n_test=len(held))
+    return train, held, what, dict(source=data, n=len(train), d=train.p, labels=coding, split=split, test=test)
+
+# %% ../nbs/interface/50_cli.ipynb #d0dfd7a5
+def _two_rows(spec:str|None, p:int, scale:str) -> tuple:
+    "The two per-feature rows of --scale-with: 'A,B' (every feature) or a .csv of two rows of p numbers."
+    names = "CENTER,SCALE" if scale == "public" else "LOWER,UPPER"
+    if spec is None: raise ValueError(f"--scale {scale} needs --scale-with {names} (numbers for every feature) or a .csv with two rows of {p} numbers.")
+    try: rows = np.loadtxt(spec, delimiter=",", ndmin=2) if spec.endswith(".csv") else np.asarray([[float(v)] for v in spec.split(",")])
+    except (ValueError, OSError) as err: raise ValueError(f"--scale-with {spec}: {err}. Give {names} or a .csv with two rows of {p} numbers.") from None
+    if rows.shape not in ((2, 1), (2, p)): raise ValueError(f"--scale-with {spec}: expected two rows of 1 or {p} numbers ({names}). Found shape {rows.shape}.")
+    return np.broadcast_to(rows[0], (p,)), np.broadcast_to(rows[1], (p,))
+
+def _problem_on(problem:str, ds:Dataset, data_seed:int):
+    "The problem on a prepared dataset (a built-in one, or the user's `MODULE:FUNCTION`)."
+    if ":" not in problem: return get_problem(problem, data=ds, seed=data_seed)
+    p = load_loss(problem)(ds)
+    if not hasattr(p, "value") or not hasattr(p, "data"): raise ValueError(f"{problem} must return a Problem (e.g. from from_torch or from_jax). Found {type(p).__name__}.")
+    return p
+
+# %% ../nbs/interface/50_cli.ipynb #85902653
+def _scaling(scale:str, scale_with, train:Dataset, problem:str, data_seed:int, algorithm:str, epsilon, delta, alpha, beta, accountant,
+             seed, secure, scale_epsilon, overrides) -> tuple:
+    "(Scaler, its Ledger or None, the training run's ε, the scaling's record): public constants, none, or a charged private estimate."
+    if scale == "none": return Scaler(), None, epsilon, dict(source="none", note="rows only projected into the unit ball")
+    if scale == "public": sc = public_scaler(*_two_rows(scale_with, train.p, scale)); return sc, None, epsilon, sc.to_dict()
+    if not REGISTRY[algorithm].private: raise ValueError(f"--scale private charges a privacy budget; {algorithm} is not private. Use --scale public or none.")
+    es, e0 = split_budget(epsilon, scale_epsilon)
+    bounds, scl = _two_rows(scale_with, train.p, scale), private_scaler_ledger(train.p, es, delta, accountant)
+    shape = _problem_on(problem, Dataset(np.zeros((len(train), train.p)), np.ones(len(train))), data_seed)   # n, p only: no record
+    price = lambda e: planned_ledger(shape, plan_run(shape, algorithm, e, delta, alpha, beta, accountant, **overrides))
+    et = training_epsilon(epsilon, delta, scl, price, e0, accountant)
+    rng = make_rng(secure=True) if secure else (None if seed is None else make_rng(seed).child(0x5CA1E))
+    sc, scl = fit_private_scaler(train, es, delta, bounds, seed=rng, accountant=accountant, budget=(epsilon, price(et)), secure=secure)
+    return sc, scl, et, dict(sc.to_dict(), epsilon=es, training_epsilon=et, ranges=[bounds[0].tolist(), bounds[1].tolist()])
+
 # %% ../nbs/interface/50_cli.ipynb #7b20917e
-def run_algorithm(algorithm:str, problem:str="robust-regression", n:int=20000, d:int=10,
+def run_algorithm(algorithm:str, problem:str="robust-regression", n:int|None=None, d:int|None=None,
                   epsilon:float|None=1.0, delta:float|None=1e-5, alpha:float|None=None, beta:float|None=None,
                   seed:int|None=None, data:str|None=None, data_seed:int=0, accountant:str=DEFAULT_ACCOUNTANT,
                   progress:bool=False, checkpoint:str|None=None, checkpoint_every:int|None=None, resume:bool=False,
-                  test:str|None=None, nonprivate_diagnostics:bool=False, secure:bool=False, **overrides) -> dict:
+                  test:str|None=None, nonprivate_diagnostics:bool=False, secure:bool=False, test_fraction:float|None=None,
+                  split_seed:int=0, scale:str="none", scale_with:str|None=None, scale_epsilon:float|None=None, classes=None,
+                  released_scaling:dict|None=None, **overrides) -> dict:
     "Run `algorithm` through `minimize` and return the JSON record of DESIGN.md's `dpnb run` contract (optionally checkpointed)."
     check_request(algorithm, epsilon, delta, alpha, beta, **overrides)   # the request alone: refused before any data is built
     if problem not in PROBLEMS and ":" not in problem:                                   # before any data is built
         raise ValueError(f"Unknown problem {problem!r}. Available: {', '.join(PROBLEMS)}, or your own loss as MODULE:FUNCTION.")
-    p, held, what = run_data(problem, n, d, data_seed, data, test)
+    if scale == "private" and released_scaling is None and REGISTRY[algorithm].private: split_budget(epsilon, scale_epsilon)  # arithmetic: before any file is read
+    p, held, what, block, scl, et = _run_inputs(algorithm, problem, n, d, epsilon, delta, alpha, beta, seed, data, data_seed, accountant, test,
+                                                 secure, test_fraction, split_seed, scale, scale_with, scale_epsilon, classes, released_scaling, overrides)
     request = dict(algorithm=algorithm, problem=problem, n=n, d=d, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, seed=seed,
                    data=str(Path(data).resolve()) if data and Path(data).exists() else data, data_seed=data_seed, accountant=accountant,
-                   backend=get_backend(), test=test, nonprivate_diagnostics=nonprivate_diagnostics, secure=secure, overrides=overrides)
-    res = minimize(p, algorithm, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, seed=seed, accountant=accountant, secure=secure,
+                   backend=get_backend(), test=test, nonprivate_diagnostics=nonprivate_diagnostics, secure=secure, test_fraction=test_fraction,
+                   split_seed=split_seed, scale=scale, scale_with=scale_with, scale_epsilon=scale_epsilon, classes=classes, overrides=overrides,
+                   released_scaling=None if scl is None else dict(scaling=block["scaling"], ledger=scl.to_dicts()))
+    res = minimize(p, algorithm, epsilon=et, delta=delta, alpha=alpha, beta=beta, seed=seed, accountant=accountant, secure=secure,
                    progress=progress, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                   checkpoint_info=dict(request=request), diagnostics="nonprivate" if nonprivate_diagnostics else None, **overrides)
-    return _jsonable(_record(algorithm, problem, data, p, held, what, res, nonprivate_diagnostics))
+                   checkpoint_info=dict(request=_jsonable(request)), diagnostics="nonprivate" if nonprivate_diagnostics else None, **overrides)
+    r = _record(algorithm, problem, block, p, held, what, res, nonprivate_diagnostics)
+    if scl is not None:                                                  # the scaling's releases are part of the run's price
+        led = compose(scl, res.ledger)
+        r["privacy"].update(epsilon=epsilon, epsilon_spent=led.spent(delta, accountant), events=led.to_dicts(),
+                            budget_split=dict(scaling=block["scaling"]["epsilon"], training=et))
+    return _jsonable(r)
 
+# %% ../nbs/interface/50_cli.ipynb #0ceea3f0
+def _run_inputs(algorithm, problem, n, d, epsilon, delta, alpha, beta, seed, data, data_seed, accountant, test, secure, test_fraction,
+                split_seed, scale, scale_with, scale_epsilon, classes, released_scaling, overrides) -> tuple:
+    "(training problem, held-out problem, what it is, the `data` block, the scaling's ledger or None, the training run's ε)."
+    if data in (None, "synthetic"):
+        if test_fraction is not None or scale != "none": raise ValueError("--test-fraction and --scale apply to --data (synthetic problems hold out their own samples, in the unit ball).")
+        p, held, what = run_data(problem, n, d, data_seed, data, test)
+        return p, held, what, dict(source="synthetic", n=len(p.data), d=p.dim, labels=None, scaling=None, split=None, test=test), None, epsilon
+    train, test_ds, what, block = user_data(problem, data, test, test_fraction, split_seed, n, d, classes)
+    if data in ("breast-cancer", "digits"):
+        if scale != "none": raise ValueError(f"--scale applies to --data FILE: {data} is already scaled with public constants (see load_sklearn).")
+        sc, scl, et, info = Scaler(), None, epsilon, dict(source="public", note=f"{data}: public constants of load_sklearn")
+    elif released_scaling is not None:                                  # a resumed run: the scaling released when it started
+        info = released_scaling["scaling"]; scl = Ledger.from_dicts(released_scaling["ledger"]); et = info["training_epsilon"]
+        sc = Scaler(np.asarray(info["center"]), np.asarray(info["scale"]), "private", info["max_norm"])
+    else: sc, scl, et, info = _scaling(scale, scale_with, train, problem, data_seed, algorithm, epsilon, delta, alpha, beta, accountant,
+                                       seed, secure, scale_epsilon, overrides)
+    block["scaling"] = info
+    if block["labels"] and block["labels"]["changed"]: print(f"dpnb: {block['labels']['message']} (the label set is treated as public schema)", file=sys.stderr)
+    if data not in ("breast-cancer", "digits"): print(f"dpnb: features: {_scaling_note(info)}", file=sys.stderr)
+    p = _problem_on(problem, sc(train), data_seed)
+    return p, None if test_ds is None else with_data(p, sc(test_ds)), what, block, scl, et
+
+def _scaling_note(info:dict) -> str:
+    if info["source"] == "none": return "not scaled (--scale none): rows only projected into the unit ball; see --scale public|private"
+    if info["source"] == "public": return "scaled with public constants (--scale public), rows projected into the unit ball"
+    return (f"scaled with a private estimate (epsilon {info['epsilon']:g} of the budget; training gets {info['training_epsilon']:.4g}), "
+            "rows projected into the unit ball")
 
 # %% ../nbs/interface/50_cli.ipynb #5c7fbb03
-def _record(algorithm, problem, data, p, held, what, res, nonprivate_diagnostics) -> dict:
+def _record(algorithm, problem, block, p, held, what, res, nonprivate_diagnostics) -> dict:
     "The JSON record: what the run released and its price, `evaluation` on held-out data, `nonprivate` only when asked for."
     plan, kind, private = res.trace["plan"], REGISTRY[algorithm].stationarity, REGISTRY[algorithm].private
-    r = dict(algorithm=algorithm, problem=problem, data=data or "synthetic", n=len(p.data), d=p.dim, seed=res.seed, seeded=res.seeded,
+    r = dict(algorithm=algorithm, problem=problem, data=block, n=len(p.data), d=p.dim, seed=res.seed, seeded=res.seeded,
              backend=get_backend(), secure=res.secure,
              privacy=dict(private=private, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
                           epsilon_spent=res.epsilon_spent, events=res.ledger.to_dicts()),
              samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample, x_out=res.x, seconds=res.seconds,
              checkpoint=res.trace.get("checkpoint"), plan=dict(plan._asdict(), params=record_dict(plan.params)))
     if kind == "sosp": r["sosp"] = _sosp_block(res)
-    if held is not None: r["evaluation"] = evaluation_block(held, p.x0, res.x, plan.alpha, kind, what)
+    if held is not None: r["evaluation"] = dict(evaluation_block(held, p.x0, res.x, plan.alpha, kind, what),
+                                                note="held-out data: not protected by the privacy guarantee, and not used by the run")
     if nonprivate_diagnostics:
         r["nonprivate"] = dict(evaluation_block(p, p.x0, res.x, plan.alpha, kind, "the private training data: NOT private"), **res.nonprivate)
     return r
@@ -206,14 +314,21 @@ def _resume_request(args) -> dict:
 def dry_run(algorithm:str, problem:str, n:int, d:int, epsilon, delta, alpha=None, beta=None, data=None, data_seed:int=0,
             accountant:str=DEFAULT_ACCOUNTANT, **overrides) -> str:
     "The plan and its price, without running: what `dpnb run --dry-run` prints (no sample is read by the algorithm, nothing is spent)."
+    scale = overrides.pop("scale", "none"); scale_epsilon = overrides.pop("scale_epsilon", None)
     check_request(algorithm, epsilon, delta, alpha, beta, **overrides)
+    n, d = (20000 if n is None else n, 10 if d is None else d) if data in (None, "synthetic") else (n, d)
+    if data not in (None, "synthetic"): _check_size(n, d, _read(data, problem), data)
     p = _user_problem(problem, data) if ":" in problem else get_problem(problem, n=n, d=d, seed=data_seed, data=data)
-    plan = plan_run(p, algorithm, epsilon, delta, alpha, beta, accountant, **overrides)
-    led = planned_ledger(p, plan)
-    price = (f"epsilon {led.spent(plan.delta, accountant):.4g} of {plan.epsilon:g} at delta {plan.delta:g} ({NEIGHBOURING}, {accountant})"
+    scl, et = Ledger(), epsilon
+    if scale == "private" and REGISTRY[algorithm].private:
+        es, e0 = split_budget(epsilon, scale_epsilon); scl = private_scaler_ledger(p.data.p, es, delta, accountant)
+        et = training_epsilon(epsilon, delta, scl, lambda e: planned_ledger(p, plan_run(p, algorithm, e, delta, alpha, beta, accountant, **overrides)), e0, accountant)
+    plan = plan_run(p, algorithm, et, delta, alpha, beta, accountant, **overrides)
+    led = compose(scl, planned_ledger(p, plan))
+    price = (f"epsilon {led.spent(plan.delta, accountant):.4g} of {epsilon:g} at delta {plan.delta:g} ({NEIGHBOURING}, {accountant})"
              if REGISTRY[algorithm].private else "NOT private")
     return "\n".join([f"dpnb run {algorithm} --dry-run: {plan.theorem}, n = {plan.n}, d = {plan.d}", f"price: {price}", repr(led),
-                      f"plan: {plan.params!r}"])
+                      f"plan: {plan.params!r}"] + [f"warning: {w}" for w in plan.warnings])
 
 # %% ../nbs/interface/50_cli.ipynb #112f36f6
 def _resumed_run(args) -> dict:
@@ -224,7 +339,10 @@ def _resumed_run(args) -> dict:
     return run_algorithm(req["algorithm"], req["problem"], req["n"], req["d"], req["epsilon"], req["delta"], req["alpha"], req["beta"],
                          req["seed"], req["data"], req["data_seed"], req["accountant"], progress=not args.quiet, checkpoint=args.resume,
                          checkpoint_every=args.checkpoint_every, resume=True, test=req.get("test"),
-                         nonprivate_diagnostics=req.get("nonprivate_diagnostics", False), secure=req.get("secure", False), **req["overrides"])
+                         nonprivate_diagnostics=req.get("nonprivate_diagnostics", False), secure=req.get("secure", False),
+                         test_fraction=req.get("test_fraction"), split_seed=req.get("split_seed", 0), scale=req.get("scale", "none"),
+                         scale_with=req.get("scale_with"), scale_epsilon=req.get("scale_epsilon"), classes=req.get("classes"),
+                         released_scaling=req.get("released_scaling"), **req["overrides"])
 
 # %% ../nbs/interface/50_cli.ipynb #cfbe31f2
 def cmd_run(args) -> int:
@@ -236,11 +354,12 @@ def cmd_run(args) -> int:
         if args.backend_run: set_backend(args.backend_run)
         if args.dry_run:
             print(dry_run(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.data,
-                          args.data_seed, args.accountant, **_parse_overrides(args.set))); return 0
+                          args.data_seed, args.accountant, scale=args.scale, scale_epsilon=args.scale_epsilon, **_parse_overrides(args.set))); return 0
         r = run_algorithm(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.seed,
                           args.data, args.data_seed, args.accountant, progress=not args.quiet, checkpoint=args.checkpoint,
                           checkpoint_every=args.checkpoint_every, test=args.test, nonprivate_diagnostics=args.nonprivate_diagnostics,
-                          secure=args.secure, **_parse_overrides(args.set))
+                          secure=args.secure, test_fraction=args.test_fraction, split_seed=args.split_seed, scale=args.scale,
+                          scale_with=args.scale_with, scale_epsilon=args.scale_epsilon, classes=args.classes, **_parse_overrides(args.set))
     print(format_run(r))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True); Path(args.out).write_text(json.dumps(r, indent=1))
@@ -426,14 +545,89 @@ def cmd_experiment(args) -> int:
     print(fmt(res)); print(f"plots: {out / stem}.png, .svg   result: {out / (stem + '.json')}" + (f"   table: {out / (stem + '.csv')}" if rows else ""))
     return 0
 
+# %% ../nbs/interface/50_cli.ipynb #1ab31506
+def _grid(specs) -> dict:
+    "`--grid KEY=V1,V2,...` (repeatable) as {KEY: [values]}, each value read as JSON where it parses."
+    if not specs: raise ValueError("`dpnb tune` needs at least one --grid KEY=V1,V2 (e.g. --grid lr=0.5,2 --grid epochs=5,20).")
+    grid = {}
+    for spec in specs:
+        key, eq, vals = spec.partition("=")
+        if not eq or not key or not vals: raise ValueError(f"--grid {spec!r}: expected KEY=V1,V2,... (e.g. lr=0.5,2).")
+        grid[key] = [_parse_overrides([f"{key}={v}"])[key] for v in vals.split(",")]
+    return grid
+
+# %% ../nbs/interface/50_cli.ipynb #d9bd483f
+def run_tune(algorithm:str, problem:str, data:str, grid:dict, epsilon:float, delta:float, mean_runs:float=10.0,
+             distribution:str="truncated-negative-binomial", validation_fraction:float=0.2, score:str="accuracy", seed:int|None=None,
+             test:str|None=None, test_fraction:float|None=None, split_seed:int=0, scale:str="none", scale_with=None, classes=None,
+             nonprivate_diagnostics:bool=False, **fixed) -> dict:
+    "`tune` on the CLI's data, as a JSON record: the released point, hyperparameters and noisy score, the selection's price, held-out scores."
+    if scale == "private": raise ValueError("`dpnb tune` takes --scale none or public: a private scaling would need its own share of the budget (use `dpnb run`).")
+    if data in (None, "synthetic"): raise ValueError("`dpnb tune` selects on your data: give --data (breast-cancer, digits or a file) and --test or --test-fraction.")
+    p, held, what, block, _, _ = _run_inputs(algorithm, problem, None, None, epsilon, delta, None, None, seed, data, 0, "rdp", test, False,
+                                             test_fraction, split_seed, scale, scale_with, None, classes, None, {})
+    res = tune(p, algorithm, grid, epsilon, delta, mean_runs=mean_runs, distribution=distribution, validation_fraction=validation_fraction,
+               score=score, seed=seed, diagnostics="nonprivate" if nonprivate_diagnostics else None, **fixed)
+    r = dict(command="tune", algorithm=algorithm, problem=problem, data=block, grid=grid, seed=seed, seeded=res.seeded, backend=get_backend(),
+             hyperparameters=res.hyperparameters, score=dict(kind=score, noisy_value=res.score, note="the winner's noisy validation score: released"),
+             privacy=dict(private=True, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
+                          epsilon_spent=res.epsilon_spent, selection=dict(distribution=distribution, mean_runs=mean_runs), events=res.ledger.to_dicts()),
+             x_out=None if res.x is None else to_numpy(res.x))
+    if held is not None and res.x is not None:
+        r["evaluation"] = dict(data=what, n=len(held.data), accuracy_out=accuracy(p, res.x, held.data), note="held-out data are not private")
+    if nonprivate_diagnostics: r["nonprivate"] = dict(res.nonprivate, note="NOT private: K and every run's noisy score")
+    return _jsonable(r)
+
+# %% ../nbs/interface/50_cli.ipynb #ab3fba1b
+def cmd_tune(args) -> int:
+    "`dpnb tune`: print the selection's summary, write its JSON record."
+    r = run_tune(args.algorithm, args.problem, args.data, _grid(args.grid), args.epsilon, args.delta, args.mean_runs, args.distribution,
+                 args.validation_fraction, args.score, args.seed, args.test, args.test_fraction, args.split_seed, args.scale, args.scale_with,
+                 args.classes, args.nonprivate_diagnostics, **_parse_overrides(args.set))
+    ev = r.get("evaluation", {})
+    print(f"dpnb tune {r['algorithm']} on {r['problem']}: chose {r['hyperparameters']} (noisy validation {r['score']['kind']} "
+          f"{r['score']['noisy_value']}); epsilon spent {r['privacy']['epsilon_spent']:.4g} of {r['privacy']['epsilon']:g} at delta "
+          f"{r['privacy']['delta']:g} ({r['privacy']['neighbouring']}, tuning included)" + (f"; held-out accuracy {ev['accuracy_out']:.4f} (not private)" if ev else ""))
+    if args.out: Path(args.out).write_text(json.dumps(r, indent=1))
+    return 0
+
+# %% ../nbs/interface/50_cli.ipynb #d0fbb638
+def _add_tune(sub):
+    "`dpnb tune`: private hyperparameter selection."
+    t = sub.add_parser("tune", help="private hyperparameter selection: the best of a grid at a total epsilon (tuning included)")
+    t.add_argument("algorithm", choices=[a for a in REGISTRY if REGISTRY[a].private], help="a private algorithm")
+    _add_run_data(t)
+    t.add_argument("--test", default=None, metavar="FILE", help="held-out .npz/.csv to evaluate the chosen point on")
+    t.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="a knob and its candidate values (repeatable; see `dpnb run ALGORITHM --help`)")
+    t.add_argument("--set", action="append", metavar="KEY=VALUE", help="a knob fixed for every run (repeatable)")
+    t.add_argument("--epsilon", type=float, required=True, help="total epsilon of the whole selection")
+    t.add_argument("--delta", type=float, required=True, help="total delta")
+    t.add_argument("--mean-runs", type=float, default=10.0, help="expected number of runs E[K] (default 10)")
+    t.add_argument("--distribution", choices=list(DISTRIBUTIONS), default="truncated-negative-binomial", help="law of the number of runs K")
+    t.add_argument("--validation-fraction", type=float, default=0.2, help="share of the training data held out (privately) to score runs (default 0.2)")
+    t.add_argument("--score", choices=list(SCORES), default="accuracy", help="validation score (default accuracy)")
+    t.add_argument("--seed", type=int, default=None, help="seed: reproducible selection (default: OS entropy)")
+    t.add_argument("--nonprivate-diagnostics", action="store_true", help="also report K and every run's noisy score (NOT private)")
+    t.add_argument("--out", default=None, help="write the JSON record here")
+    t.set_defaults(func=cmd_tune)
+
 # %% ../nbs/interface/50_cli.ipynb #82ecb5f9
 def _add_run_data(r):
     "`dpnb run`'s problem and data options."
     r.add_argument("--problem", default="robust-regression", help="problem name (default robust-regression), or your own loss as MODULE:FUNCTION (FUNCTION(dataset) -> Problem; needs --data)")
     r.add_argument("--data", default=None, help="'breast-cancer', 'digits', or a .npz (X, y) / .csv file (default: synthetic)")
-    r.add_argument("--n", type=_positive_int, default=20000, help="synthetic samples (default 20000)")
-    r.add_argument("--d", type=_positive_int, default=10, help="synthetic dimension (default 10)")
+    r.add_argument("--n", type=_positive_int, default=None, help="synthetic samples (default 20000; with --data: refused unless it matches)")
+    r.add_argument("--d", type=_positive_int, default=None, help="synthetic dimension (default 10; with --data: refused unless it matches)")
     r.add_argument("--data-seed", type=int, default=0, help="seed of the synthetic data (default 0)")
+    r.add_argument("--test-fraction", type=float, default=None, metavar="F", help="hold out this share of --data (a random split with --split-seed; not private)")
+    r.add_argument("--split-seed", type=int, default=0, help="public seed of the --test-fraction split (default 0)")
+    r.add_argument("--classes", type=lambda s: [float(v) for v in s.split(",")], default=None, metavar="NEG,POS",
+                   help="the two label values (public schema), negative first; default: the two values found")
+    r.add_argument("--scale", choices=["none", "public", "private"], default="none",
+                   help="features of --data FILE: 'none' (rows projected into the unit ball), 'public' constants, or a 'private' estimate charged to the budget")
+    r.add_argument("--scale-with", default=None, metavar="A,B|FILE.csv",
+                   help="public: CENTER,SCALE; private: the public range LOWER,UPPER; or a .csv of two rows of per-feature values")
+    r.add_argument("--scale-epsilon", type=float, default=None, help=f"epsilon for --scale private (default {SCALE_SHARE:g} of --epsilon)")
 
 def _add_run_target(r):
     "`dpnb run`'s privacy target, accuracy target, seed and accountant."
@@ -452,10 +646,22 @@ def _add_run_checkpoint(r):
     r.add_argument("--checkpoint-every", type=_positive_int, default=None, metavar="N", help="steps between checkpoints (default: about 100 per run)")
     r.add_argument("--resume", default=None, metavar="PATH", help="continue the run saved at PATH (its arguments come from the checkpoint)")
 
+# %% ../nbs/interface/50_cli.ipynb #72c81c3f
+def knobs_text(algorithm:str) -> str:
+    "The `--set` knobs of `algorithm` (from `algorithm_knobs`), as `dpnb run ALGORITHM --help` prints them."
+    k = algorithm_knobs(algorithm)
+    lines = [f"knobs of {algorithm} (--set KEY=VALUE):", "  recipe constants:"]
+    lines += [f"    {name:<18} default {default!r}: {what}" for name, (default, what) in k["recipe"].items()] or ["    (none)"]
+    lines.append(f"  fields of its {k['record']} record:")
+    lines += [f"    {name:<18} {role}: {what}" for name, (role, what) in k["fields"].items()]
+    if k.get("locked"): lines.append(f"  locked: {k['locked']}")
+    return "\n".join(lines)
+
 # %% ../nbs/interface/50_cli.ipynb #f82d26ad
-def _add_run(sub):
-    "`dpnb run`: one algorithm, its JSON result (DESIGN.md's contract)."
-    r = sub.add_parser("run", help="run one algorithm and write its JSON result")
+def _add_run(sub, algorithm:str|None=None):
+    "`dpnb run`: one algorithm, its JSON result (DESIGN.md's contract); `--help` after an algorithm's name lists its knobs."
+    epilog = knobs_text(algorithm) if algorithm in REGISTRY else "`dpnb run ALGORITHM --help` lists the algorithm's --set knobs."
+    r = sub.add_parser("run", help="run one algorithm and write its JSON result", epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("algorithm", nargs="?", default=None, help="a name from `dpnb list` (omit with --resume)")
     _add_run_data(r); _add_run_target(r)
     r.add_argument("--test", default=None, metavar="FILE", help="held-out .npz/.csv to evaluate on (synthetic problems hold out their own)")
@@ -557,19 +763,22 @@ def _positive_int(s):
     if v < 1: raise argparse.ArgumentTypeError(f"must be a positive integer, got {s}")
     return v
 
-def build_parser() -> argparse.ArgumentParser:
-    "The `dpnb` argument parser."
+def build_parser(argv=None) -> argparse.ArgumentParser:
+    "The `dpnb` argument parser (`argv` names the algorithm whose knobs `dpnb run ALGORITHM --help` lists)."
     ap = argparse.ArgumentParser(prog="dpnb", description="Differentially private nonsmooth and nonconvex optimization.")
     ap.add_argument("--backend", choices=list(BACKENDS), default=None, help="array backend (default: $DPNB_BACKEND or numpy)")
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list algorithms and problems").set_defaults(func=cmd_list)
-    for add in (_add_demo, _add_run, _add_audit, _add_experiment, _add_bench): add(sub)
+    algorithm = next((a for a in (argv or [])[1:] if a in REGISTRY), None) if (argv or [None])[0] == "run" else None
+    _add_run(sub, algorithm)
+    for add in (_add_demo, _add_tune, _add_audit, _add_experiment, _add_bench): add(sub)
     return ap
 
 # %% ../nbs/interface/50_cli.ipynb #48624b8b
 def main(argv=None) -> int:
     "Entry point of the `dpnb` console script."
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser([a for a in argv if a != "--backend" and a not in BACKENDS]).parse_args(argv)
     try:
         if args.backend: set_backend(args.backend)
         return args.func(args)

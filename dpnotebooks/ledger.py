@@ -103,19 +103,23 @@ PLD_DISCRETIZATION = 1e-3   # coarsest PLD value grid for sampled entries (finer
 PLD_MAX_POINTS = 3 * 10**5  # a PLD whose composed support would exceed this many grid points is not built (the RDP bound stands)
 POISSON_RDP_ORDERS = tuple(np.r_[np.arange(1.5, 20.01, 0.5), np.arange(21, 65), [72, 80, 96, 112, 128, 160, 192, 256, 320, 384, 448, 512]])
 
+@functools.lru_cache(maxsize=8)
+def _poisson_rdp_terms(q:float, orders:tuple) -> tuple:
+    "The z-free parts of every term, on an (orders × k) grid padded with −∞: log C(α,k) + k log q + (α−k) log(1−q), and (k²−k)/2."
+    a, k = np.asarray(orders, dtype=int)[:, None], np.arange(max(orders) + 1)[None, :]
+    logc = gammaln(a + 1) - gammaln(k + 1) - gammaln(np.maximum(a - k, 0) + 1)
+    base = logc + k * math.log(q) + (a - k) * (math.log1p(-q) if q < 1 else 0.0)
+    keep = (k <= a) if q < 1 else (k == a)
+    return np.where(keep, base, -np.inf), (k * k - k) / 2.0
+
 def addremove_poisson_rdp(q:float, # sampling rate
                           z:float, # noise multiplier σ/C
                           orders, # integer Rényi orders ≥ 2
                          ) -> np.ndarray:
     "RDP of one add/remove Poisson-subsampled Gaussian at integer orders: log Σ_k C(α,k)(1−q)^{α−k}q^k e^{(k²−k)/(2z²)} / (α−1) (Mironov, Talwar & Zhang 2019)."
-    out = []
-    for a in np.asarray(orders, dtype=int):
-        k = np.arange(a + 1)
-        logc = gammaln(a + 1) - gammaln(k + 1) - gammaln(a - k + 1)
-        terms = logc + k * math.log(q) + (a - k) * (math.log1p(-q) if q < 1 else 0.0) + (k * k - k) / (2 * z * z)
-        if q == 1: terms = np.where(k == a, terms, -np.inf)
-        out.append(logsumexp(terms) / (a - 1))
-    return np.array(out)
+    orders = tuple(int(a) for a in np.asarray(orders, dtype=int).ravel())
+    base, quad = _poisson_rdp_terms(float(q), orders)
+    return logsumexp(base + quad / (z * z), axis=1) / (np.asarray(orders) - 1)
 
 # %% ../nbs/privacy/01a_ledger.ipynb #c8eb2dcb
 def replace_one_poisson_rdp(q:float, # sampling rate

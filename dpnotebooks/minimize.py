@@ -23,10 +23,11 @@ from .faults import RunStopped
 from .checkpoint import Checkpointer, CheckpointWriteError, content_hash, problem_description
 
 # %% auto #0
-__all__ = ['CLIP_WARN_ABOVE', 'DIAGNOSTICS', 'O2NCParams', 'DPSGDParams', 'bernstein_m', 'zo_term_variance',
-           'klt_single_pass_rate', 'klt_single_pass_recipe', 'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho',
-           'ztc_rate', 'ztc_recipe', 'naive_rate', 'naive_recipe', 'dpsgd_recipe', 'o2nc_algorithm', 'check_request',
-           'plan_run', 'run_fingerprint', 'minimize', 'planned_ledger']
+__all__ = ['DPSGD_EPOCHS', 'DPSGD_BATCH_C', 'DPSGD_STEP_C', 'MOVE_WARN_BELOW', 'CLIP_WARN_ABOVE', 'DIAGNOSTICS', 'O2NCParams',
+           'DPSGDParams', 'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate', 'klt_single_pass_recipe',
+           'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate', 'ztc_recipe', 'naive_rate',
+           'naive_recipe', 'dpsgd_step_size', 'dpsgd_recipe', 'o2nc_algorithm', 'check_request', 'plan_run',
+           'plan_warnings', 'run_fingerprint', 'minimize', 'planned_ledger']
 
 # %% ../nbs/planning/30_minimize.ipynb #d343cb34
 class O2NCParams(NamedTuple):
@@ -54,16 +55,17 @@ class DPSGDParams(NamedTuple):
     batch: int              # batch (lot) size; the expected size under Poisson sampling
     eta: float              # learning rate
     C: float                # per-sample gradient clip norm
-    sigma: float            # noise multiplier: the noise std is σC
-    sampling: str = "shuffle"  # 'shuffle' (disjoint batches per epoch) or 'poisson'
+    sigma: float            # noise std on the released batch mean (shuffle) or batch sum (poisson)
+    sampling: str = "poisson"  # 'poisson' (amplified by the sampling) or 'shuffle' (disjoint batches per epoch, no amplification)
     NOISE = ("sigma",); FREE = ("eta",)
 
 # %% ../nbs/planning/30_minimize.ipynb #9974b0c3
-def _check_inputs(n, d, epsilon, delta, alpha, L, Phi, private=True):
+def _check_inputs(n, d, epsilon, delta, alpha, L, Phi, private=True, alpha_zero=False):
     if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"`n` must be an integer >= 2. Found {n!r}.")
     if not (isinstance(d, (int, np.integer)) and d >= 1): raise ValueError(f"`d` must be a positive integer. Found {d!r}.")
     if private: check_positive("epsilon", epsilon); check_delta(delta)
-    for name, v in (("alpha", alpha), ("L", L), ("Phi", Phi)): check_positive(name, v)
+    for name, v in (("alpha", alpha), ("L", L), ("Phi", Phi)):
+        if not (name == "alpha" and alpha_zero and v == 0): check_positive(name, v)   # α = 0: no smoothing (dp-sgd only)
     if alpha > Phi / L:
         raise ValueError(f"The theorems assume alpha <= Phi/L (here {Phi / L:g}). Found alpha = {alpha:g}: use a smaller alpha or check Phi and L.")
 
@@ -361,26 +363,41 @@ def naive_recipe(n:int, d:int, epsilon:float|None, delta:float|None, alpha:float
                  epsilon if private else math.inf, delta if private else 0.0, alpha, beta, L, Phi, params, rate=rate(n),
                  n_required=need, beta_chosen=chosen, accountant=accountant, errata=_NAIVE_ERRATA if private else (), derivation=derived)
 
+# %% ../nbs/planning/30_minimize.ipynb #1afec4f6
+DPSGD_EPOCHS, DPSGD_BATCH_C, DPSGD_STEP_C = 30, 3.0, 2.0   # the default rule: 30 epochs, B ≈ 3√n, steps of length ≈ 2Φ/L
+
+def dpsgd_step_size(d:int, batch:int, L:float, Phi:float, sigma:float, sampling:str) -> float:
+    "η = c·Φ/(L·G), G = √(C² + d·σ̄²) the expected norm of a released gradient (σ̄: noise std per coordinate on the mean, C = L)."
+    noise = sigma / batch if sampling == "poisson" else sigma
+    return DPSGD_STEP_C * Phi / (L * math.sqrt(L * L + d * noise * noise))
+
 # %% ../nbs/planning/30_minimize.ipynb #b8c8f6e0
-def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float|None=None, L:float=1.0, Phi:float=1.0,
+def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta:float|None=None, L:float=1.0, Phi:float=1.0,
                  accountant:str=DEFAULT_ACCOUNTANT,
-                 batch_size:int|None=None, # default max(16, round(√n))
-                 epochs:int=5, # passes over the data
-                 lr:float|None=None, # default 0.5·α (steps of the order of the smoothing radius)
-                 sampling:str="shuffle", # 'shuffle' (disjoint batches per epoch) or 'poisson'
+                 batch_size:int|None=None, # default min(n, max(16, round(3√n)))
+                 epochs:int=DPSGD_EPOCHS, # passes over the data: T = epochs·⌊n/B⌋ steps
+                 lr:float|None=None, # default 2Φ/(L·G), G = √(L² + d·σ̄²) the expected norm of a released gradient
+                 sampling:str="poisson", # 'poisson' (amplified) or 'shuffle' (disjoint batches per epoch, no amplification)
                 ) -> Plan:
-    "Parameters of DP-SGD (Abadi et al. 2016) on F_α: per-sample gradients at x + y, y ~ U(B_α), clipped to L."
+    "Parameters of DP-SGD (Abadi et al. 2016) with defaults from public quantities only; on F_α when α > 0 (0: plain DP-SGD)."
     from dpnotebooks.dpsgd import dpsgd_releases
-    _check_inputs(n, d, epsilon, delta, alpha, L, Phi)
-    b = int(min(n, batch_size or max(16, round(math.sqrt(n)))))
+    _check_inputs(n, d, epsilon, delta, alpha, L, Phi, alpha_zero=True)
+    if alpha == 0 and beta is not None: raise ValueError("A Goldstein target `beta` needs a radius alpha > 0; plain DP-SGD (alpha = 0) has none. Drop beta or give alpha.")
+    b = int(min(n, batch_size or max(16, round(DPSGD_BATCH_C * math.sqrt(n)))))
     steps = max(1, epochs * (n // b))
     sigma = calibrate_ledger(dpsgd_releases(n, steps, b, L, 1.0, sampling), epsilon, delta, accountant)
+    eta = float(lr or dpsgd_step_size(d, b, L, Phi, sigma, sampling))
+    params = DPSGDParams(T=steps, batch=b, eta=eta, C=L, sigma=sigma, sampling=sampling)
+    derived = dict(epochs=epochs, lr_rule=lr is None)
+    if alpha == 0:
+        return _plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, epsilon, delta, 0.0, math.nan, L, Phi, params,
+                     rate=math.nan, accountant=accountant, errata=("per-sample clipping to L; sigma from the accountant",),
+                     derivation=dict(derived, goldstein="not applicable: alpha = 0 (plain DP-SGD, no Goldstein target)"))
     rate = lambda k: klt_single_pass_rate(k, d, epsilon, alpha, L, Phi)
     target = float(beta) if beta else rate(n)
-    return _plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, epsilon, delta, alpha, target, L, Phi,
-                 DPSGDParams(T=steps, batch=b, eta=float(lr or 0.5 * alpha), C=L, sigma=sigma, sampling=sampling),
+    return _plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, epsilon, delta, alpha, target, L, Phi, params,
                  rate=rate(n), n_required=n_for_rate(rate, target), beta_chosen=beta is None, accountant=accountant,
-                 errata=("per-sample clipping to L; sigma from the accountant",), derivation=dict(epochs=epochs))
+                 errata=("per-sample clipping to L; sigma from the accountant",), derivation=dict(derived, goldstein="reference only: KLT Thm. 3.1's rate"))
 
 # %% ../nbs/planning/30_minimize.ipynb #ef49a1e1
 def _o2nc_releases(build, problem, plan, step:int|None=None) -> Ledger:
@@ -447,6 +464,7 @@ def _build_naive(problem, plan, rng):
 # %% ../nbs/planning/30_minimize.ipynb #0cf339f0
 _fo = lambda *a, **k: klt_single_pass_recipe(*a, first_order=True, **k)
 _nonprivate = lambda n, d, epsilon, delta, *a, **k: naive_recipe(n, d, None, None, *a, private=False, **k)
+_fo.__wrapped__, _nonprivate.__wrapped__ = klt_single_pass_recipe, naive_recipe   # where their constants are (`algorithm_knobs`)
 for _alg in (
     o2nc_algorithm("klt-single-pass", "KLT Thm. 3.1: O2NC + single-pass zeroth-order oracle with the tree mechanism", klt_single_pass_recipe, _build_klt_single),
     o2nc_algorithm("klt-multi-pass", "KLT Thm. 4.1: O2NC + full-batch zeroth-order oracle, Gaussian composition (ERM)", klt_multi_pass_recipe, _build_klt_multi, access="multi-pass"),
@@ -456,7 +474,7 @@ for _alg in (
     o2nc_algorithm("o2nc-nonprivate", "Kornowski & Shamir 2023: O2NC + two-point oracle, no noise (NOT private)", _nonprivate, _build_naive, private=False),
     Algorithm("dp-sgd", "DP-SGD on F_alpha: per-sample clipped gradients at x + y, y ~ U(B_alpha), Gaussian noise", dpsgd_recipe,
               planned=lambda problem, plan: _dpsgd_ledger_at(plan, plan.params.T), run=lambda *a: _run_dpsgd(*a), access="multi-pass",
-              ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step), params=DPSGDParams),
+              ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step), params=DPSGDParams, stationarity="gradient", alpha_default=0.0),
 ): register(_alg)
 
 # %% ../nbs/planning/30_minimize.ipynb #ab970946
@@ -469,8 +487,11 @@ def _split_overrides(alg, overrides):
     consts = {k: v for k, v in overrides.items() if (k in params or (takes_kw and k not in record))}
     fields = {k: v for k, v in overrides.items() if k in record and k not in consts}
     unknown = set(overrides) - set(consts) - set(fields)
-    if unknown: raise ValueError(f"Unknown override(s) {sorted(unknown)} for {alg.name}. Use its recipe constants or the fields of its "
-                                 f"{alg.params.__name__}: {', '.join(record)}.")
+    if unknown:
+        from dpnotebooks.registry import algorithm_knobs
+        consts_ = ", ".join(algorithm_knobs(alg.name)["recipe"]) or "none"
+        raise ValueError(f"Unknown override(s) {sorted(unknown)} for {alg.name}. Use its recipe constants ({consts_}) or the fields of its "
+                         f"{alg.params.__name__}: {', '.join(record)}.")
     if fields and getattr(alg.params, "LOCKED", None): raise ValueError(f"{alg.name}: plan fields cannot be overridden. {alg.params.LOCKED}")
     return consts, fields
 
@@ -482,7 +503,7 @@ def check_request(algorithm:str, epsilon=None, delta=None, alpha=None, beta=None
         if epsilon is None or delta is None: raise ValueError(f"{algorithm} is private: give epsilon > 0 and delta in (0, 1).")
         check_positive("epsilon", epsilon); check_delta(delta)
     for name, v in (("alpha", alpha), ("beta", beta)):
-        if v is not None: check_positive(name, v)
+        if v is not None and not (name == "alpha" and v == 0 and alg.alpha_default == 0): check_positive(name, v)
     _split_overrides(alg, overrides)
 
 # %% ../nbs/planning/30_minimize.ipynb #46d6e8cb
@@ -501,11 +522,14 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
         warnings.warn(f"delta = {delta:g} is not below 1/n = {1 / len(problem.data):.3g}: (epsilon, delta)-DP with delta >= 1/n permits "
                       "releasing a few samples outright. Use delta well below 1/n (e.g. 1/n^2 or 1e-6).", stacklevel=3)
     Phi = float(Phi if Phi is not None else getattr(problem, "Phi", 1.0))
-    if alpha is None and alg.stationarity == "goldstein": alpha = 0.1 * Phi / problem.L   # smooth-loss recipes choose their own target
+    if alpha is None and (alg.stationarity == "goldstein" or alg.alpha_default == 0):   # smooth-loss recipes choose their own target
+        alpha = alg.alpha_default * Phi / problem.L
     consts, fields = _split_overrides(alg, overrides)
     plan = alg.recipe(len(problem.data), problem.dim, epsilon, delta, alpha, beta, problem.L, Phi, accountant=accountant,
                       **_declared_bounds(problem, alg, consts))
-    return _override(problem, plan, alg, fields)
+    plan = _override(problem, plan, alg, fields)
+    for w in plan_warnings(plan, alg): warnings.warn(w, UserWarning, stacklevel=3)
+    return plan._replace(warnings=plan.warnings + plan_warnings(plan, alg))
 
 # %% ../nbs/planning/30_minimize.ipynb #c2c75fba
 def _declared_bounds(problem, alg, consts:dict) -> dict:
@@ -537,6 +561,28 @@ def _fit_noise(problem, plan, alg, tries:int=100):
         if alg.planned(problem, up) == ledger: return plan          # this plan's noise lives elsewhere (lt-sosp): the check refuses it
         plan = up
     return plan
+
+# %% ../nbs/planning/30_minimize.ipynb #7eba4105
+MOVE_WARN_BELOW = 0.1   # warn when a plan can move the iterate less than this fraction of Φ/L in total
+
+def _max_travel(plan) -> float|None:
+    "How far the planned steps can move the iterate at most: T·D (O2NC), T·η·C (DP-SGD's clipped part); None when unknown."
+    p = plan.params
+    if all(hasattr(p, f) for f in ("T", "D")): return p.T * p.D
+    if all(hasattr(p, f) for f in ("T", "eta", "C")): return p.T * p.eta * p.C
+    return None
+
+def plan_warnings(plan, alg) -> tuple:
+    "What makes `plan` useless, from public quantities only: a vacuous Goldstein target (β ≥ L), steps too short to move."
+    out, beta, travel, reach = [], plan.beta, _max_travel(plan), MOVE_WARN_BELOW * plan.Phi / plan.L
+    if alg.stationarity == "goldstein" and beta is not None and math.isfinite(beta) and beta >= plan.L:
+        out.append(f"vacuous target: beta = {beta:.3g} >= L = {plan.L:g}, and a Goldstein norm never exceeds L, so every point meets it. "
+                   f"The theorem's rate at n = {plan.n} is no better: use more data, a larger epsilon or alpha, or dp-sgd."
+                   if plan.beta_chosen else f"vacuous target: beta = {beta:.3g} >= L = {plan.L:g}. Pass a beta < L.")
+    if travel is not None and travel < reach:
+        out.append(f"steps too small to move: the plan moves the iterate at most {travel:.3g} in total, under {MOVE_WARN_BELOW:g}·Phi/L = "
+                   f"{reach:.3g}, so the output stays next to x0. Use more data or a larger epsilon, or override the step (e.g. --set T=..., D=...).")
+    return tuple(out)
 
 # %% ../nbs/planning/30_minimize.ipynb #344c3ad0
 def _check_x0(x0, d:int):

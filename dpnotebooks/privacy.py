@@ -6,9 +6,10 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/privacy/privacy.html.md"""
 
 # %% ../nbs/privacy/01_privacy.ipynb #54a311b6
 from __future__ import annotations
-import math, numbers
+import functools, math, numbers
 from typing import Callable
 import numpy as np
+from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 import dp_accounting
 from dp_accounting import (DpEvent, GaussianDpEvent, SelfComposedDpEvent, ComposedDpEvent, NoOpDpEvent, NonPrivateDpEvent,
@@ -89,15 +90,30 @@ def analytic_gaussian_sigma(epsilon:float, # target epsilon
         else: hi = mid
     return hi
 
+# %% ../nbs/privacy/01_privacy.ipynb #e6adeb52
+def _gdp_log_delta(sigma:float, eps:float) -> float:
+    "log δ(ε) of a Gaussian pair 1/σ apart (Balle & Wang 2018, eq. 6): dp_accounting's `_get_log_delta` with scipy.special.log_ndtr (the same numbers, without scipy.stats' overhead)."
+    t = eps * sigma + 1 / (2 * sigma)
+    x, y = log_ndtr(1 / sigma - t), eps + log_ndtr(-t)
+    return x + np.log1p(-np.exp(y - x)) if y <= x else -math.inf
+
+def _gdp_epsilon_of_sigma(sigma:float, delta:float) -> float:
+    "dp_accounting.get_epsilon_gaussian(σ, δ), step for step (bracket by powers of 10, Brent to 1e-12) on `_gdp_log_delta`."
+    log_delta = np.log(delta)
+    if _gdp_log_delta(sigma, 0) < log_delta: return 0.0
+    lo, hi = 0.0, 1.0
+    while _gdp_log_delta(sigma, hi) > log_delta: lo, hi = hi, hi * 10
+    return brentq(lambda e: _gdp_log_delta(sigma, e) - log_delta, lo, hi, xtol=1e-12)
+
 # %% ../nbs/privacy/01_privacy.ipynb #86415990
 def gdp_epsilon(mu:float, # distance between the two output means in noise standard deviations (μ = s/σ; √Σμ_i² for a composition)
                 delta:float, # target delta in (0, 1)
                ) -> float:
-    "Exact ε at δ of a Gaussian pair μ apart (Balle & Wang 2018, Thm. 8), via dp_accounting.get_epsilon_gaussian."
+    "Exact ε at δ of a Gaussian pair μ apart (Balle & Wang 2018, Thm. 8), as dp_accounting.get_epsilon_gaussian computes it (`_gdp_epsilon_of_sigma`)."
     delta = check_delta(delta)
     if not (isinstance(mu, numbers.Real) and mu >= 0): raise ValueError(f"`mu` must be a number >= 0. Found {mu!r}.")
     if mu == 0: return 0.0
-    return math.inf if math.isinf(mu) else float(dp_accounting.get_epsilon_gaussian(1.0 / mu, delta))
+    return math.inf if math.isinf(mu) else float(_gdp_epsilon_of_sigma(1.0 / mu, delta))
 
 def gdp_mu(epsilon:float, # target epsilon
            delta:float, # target delta in (0, 1)
@@ -215,6 +231,7 @@ def calibrate(make_event:Callable[[float], DpEvent], # sigma -> the DpEvent of t
     return sigma
 
 # %% ../nbs/privacy/01_privacy.ipynb #c4716bef
+@functools.lru_cache(maxsize=1024)
 def calibrate_gaussian(epsilon:float, # target epsilon
                        delta:float, # target delta in (0, 1)
                        sensitivity:float, # replace-one L2 sensitivity s of each release
@@ -226,6 +243,7 @@ def calibrate_gaussian(epsilon:float, # target epsilon
     return calibrate(lambda sigma: gaussian_event(sigma, sensitivity, k), epsilon, delta, accountant,
                      guess=zcdp_gaussian_sigma(epsilon, delta, sensitivity * math.sqrt(k)))
 
+@functools.lru_cache(maxsize=1024)
 def calibrate_tree(epsilon:float, # target epsilon
                    delta:float, # target delta in (0, 1)
                    sensitivity:float, # per-step (increment) L2 sensitivity s

@@ -13,9 +13,9 @@ from .backend import get_xp, get_dtype, get_device, asarray, to_numpy, vnorm, ma
 
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'PROBLEMS', 'Dataset', 'normalize_rows', 'scale_records', 'with_data',
-           'load_sklearn', 'load_file', 'check_points', 'Problem', 'LinearModel', 'RobustRegression', 'PhaseRetrieval',
-           'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle', 'saddle_base', 'saddle_base_grad',
-           'list_problems', 'get_problem', 'check_loss']
+           'load_sklearn', 'LabelCodingWarning', 'load_file', 'check_points', 'Problem', 'LinearModel',
+           'RobustRegression', 'PhaseRetrieval', 'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle',
+           'saddle_base', 'saddle_base_grad', 'list_problems', 'get_problem', 'check_loss']
 
 # %% ../nbs/core/04_problems.ipynb #a8508abd
 def _numeric(kind) -> bool:
@@ -110,41 +110,92 @@ def load_sklearn(name:str, # 'breast-cancer' or 'digits'
 
 
 # %% ../nbs/core/04_problems.ipynb #30452485
-def _read_csv(path:Path) -> np.ndarray:
-    "Rows of numbers from a .csv: an optional header line, then equally long rows; a bad row is named, never skipped."
-    lines = [(i, l) for i, l in enumerate(path.read_text().splitlines(), 1) if l.strip()]
-    def parse(i, l):
-        try: return [float(v) for v in l.split(",")]
-        except ValueError: raise ValueError(f"{path.name}, line {i}: {l[:60]!r} is not a row of comma-separated numbers. Fix or remove it.") from None
+def _floats(path:Path, i:int, l:str, cells:list) -> list:
+    try: return [float(v) for v in cells]
+    except ValueError: raise ValueError(f"{path.name}, line {i}: {l[:60]!r} is not a row of comma-separated numbers. Fix or remove it.") from None
+
+def _read_csv(path:Path, target:int|str=-1) -> tuple:
+    "(X, y) from a .csv: an optional header line, then equally long rows of numbers; y (column `target`) may hold text labels."
+    lines = [(i, [v.strip() for v in l.split(",")], l) for i, l in enumerate(path.read_text().splitlines(), 1) if l.strip()]
+    width = len(lines[0][1]) if lines else 0
+    if width == 1: raise ValueError(f"{path.name} has one column: it needs features and a last column y.")
+    t = (lines[0][1].index(target) if lines and target in lines[0][1] else None) if isinstance(target, str) else target
+    if lines and (t is None or not -width <= t < width):
+        raise ValueError(f"{path.name}: no target column {target!r} among its {width} columns. Pass target= a column index or a header name.")
     if lines:
-        try: parse(*lines[0])
-        except ValueError: lines = lines[1:]                                 # a header line
+        t %= width; i0, c0, l0 = lines[0]
+        try: _floats(path, i0, l0, c0[:t] + c0[t + 1:])
+        except ValueError: lines = lines[1:]                              # a header line
     if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, the last column being y.")
-    rows = [parse(i, l) for i, l in lines]
-    width = len(rows[0])
-    for (i, l), r in zip(lines, rows):
-        if len(r) != width: raise ValueError(f"{path.name}, line {i}: {len(r)} columns where the first row has {width}. Every row needs the same columns.")
-    if width < 2: raise ValueError(f"{path.name} has one column: it needs features and a last column y.")
-    return np.asarray(rows, dtype=float)
+    X, y = [], []
+    for i, cells, l in lines:
+        if len(cells) != width: raise ValueError(f"{path.name}, line {i}: {len(cells)} columns where the first row has {width}. Every row needs the same columns.")
+        X.append(_floats(path, i, l, cells[:t] + cells[t + 1:])); y.append(cells[t])
+    try: y = np.asarray([float(v) for v in y])
+    except ValueError: y = np.asarray(y)                                  # text labels: coded by `from_arrays`
+    return np.asarray(X, dtype=float), y
 
 # %% ../nbs/core/04_problems.ipynb #d3b66024
+class LabelCodingWarning(UserWarning):
+    "Labels were recoded (text to numbers, or to the coding a loss needs): the message names the mapping."
+
+def _text_labels(y, classes, name:str):
+    "Text labels -> 0, 1, ... in the order of `classes` (default sorted); the label set is public schema."
+    found = sorted(set(y.tolist()))
+    classes = found if classes is None else [str(c) for c in classes]
+    if not set(found) <= set(classes): raise ValueError(f"{name}: the labels include values outside classes={classes}. Declare every class, or drop those rows.")
+    import warnings
+    warnings.warn(f"{name}: text labels {classes} read as {list(range(len(classes)))}.", LabelCodingWarning, stacklevel=3)
+    return np.asarray([classes.index(v) for v in y.tolist()], dtype=float)
+
+def _from_arrays(cls, X, # features (n, p), raw: not scaled here
+                 y, # targets (n,): numbers, or text labels
+                 name:str="data", # a name for messages
+                 classes=None, # text labels' order (default sorted): classes[k] becomes k
+                ) -> Dataset:
+    "Raw features and targets as a `Dataset`, checked for shapes and NaN/inf (no scaling: see `dpnotebooks.data`)."
+    X, y = np.asarray(X), np.asarray(y)
+    if y.dtype.kind in "USO": y = _text_labels(y, classes, name)
+    if X.dtype.kind not in "biuf": raise ValueError(f"{name}: features X must be numbers. Found dtype {X.dtype}: encode those columns first.")
+    if X.ndim != 2 or y.shape != (X.shape[0],): raise ValueError(f"{name}: X must be (n, p) and y (n,). Found {X.shape} and {y.shape}.")
+    _check_finite(X, f"{name}: X"); _check_finite(y, f"{name}: y")
+    return cls(X, y, name)
+Dataset.from_arrays = classmethod(_from_arrays)
+
+# %% ../nbs/core/04_problems.ipynb #5344571f
+def _from_npz(cls, path:str|Path, name:str|None=None, classes=None) -> Dataset:
+    "A `Dataset` from a .npz holding arrays `X` and `y` (raw)."
+    path = _existing(path)
+    with np.load(path) as f:
+        if "X" not in f or "y" not in f: raise ValueError(f"{path.name} must contain arrays 'X' and 'y'. Found {sorted(f.keys())}.")
+        X, y = np.asarray(f["X"]), np.asarray(f["y"])
+    return cls.from_arrays(X, y, name or path.stem, classes)
+
+def _from_csv(cls, path:str|Path, target:int|str=-1, name:str|None=None, classes=None) -> Dataset:
+    "A `Dataset` from a .csv of numbers (raw); `target` is y's column (index or header name), the others are features."
+    path = _existing(path)
+    return cls.from_arrays(*_read_csv(path, target), name or path.stem, classes)
+
+def _from_file(cls, path:str|Path, **kw) -> Dataset:
+    "`from_npz` or `from_csv` by the file's suffix."
+    path = _existing(path)
+    if path.suffix == ".npz": return cls.from_npz(path, **kw)
+    if path.suffix == ".csv": return cls.from_csv(path, **kw)
+    raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (last column y).")
+
+def _existing(path) -> Path:
+    path = Path(path)
+    if not path.exists(): raise FileNotFoundError(f"Data file {str(path)!r} does not exist.")
+    return path
+Dataset.from_npz, Dataset.from_csv, Dataset.from_file = classmethod(_from_npz), classmethod(_from_csv), classmethod(_from_file)
+
+# %% ../nbs/core/04_problems.ipynb #c21ce846
 def load_file(path:str|Path, # a .npz with arrays X and y, or a .csv whose last column is y
               max_norm:float=1.0, # rows are projected into the ball of this radius
              ) -> Dataset:
-    "User data from `.npz` or `.csv`, checked for NaN/inf and with rows projected into the unit ball."
-    path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"Data file {str(path)!r} does not exist.")
-    if path.suffix == ".npz":
-        with np.load(path) as f:
-            if "X" not in f or "y" not in f: raise ValueError(f"{path.name} must contain arrays 'X' and 'y'. Found {sorted(f.keys())}.")
-            X, y = np.asarray(f["X"], float), np.asarray(f["y"], float)
-    elif path.suffix == ".csv":
-        M = _read_csv(path)
-        X, y = M[:, :-1], M[:, -1]
-    else: raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (last column y).")
-    if X.ndim != 2 or y.shape != (X.shape[0],): raise ValueError(f"{path.name}: X must be (n, p) and y (n,). Found {X.shape} and {y.shape}.")
-    _check_finite(X, f"{path.name}: X"); _check_finite(y, f"{path.name}: y")
-    return Dataset(normalize_rows(X, max_norm), y, path.stem)
+    "User data from `.npz` or `.csv` (`Dataset.from_file`), with rows projected into the unit ball (a per-record map)."
+    ds = Dataset.from_file(path)
+    return Dataset(normalize_rows(ds.A, max_norm), ds.y, ds.name)
 
 # %% ../nbs/core/04_problems.ipynb #a315397a
 def check_points(X, dim:int, name:str="X", each:bool=False):
@@ -447,6 +498,7 @@ def list_problems() -> list:
     return [(name, P.summary) for name, P in PROBLEMS.items()]
 
 def _load_data(P, data, n, d, seed, outlier_fraction, **kw):
+    if isinstance(data, Dataset): return data                                 # prepared data (dpnotebooks.data), used as given
     if data in (None, "synthetic"):
         for nm, v in (("n", n), ("d", d)):
             if not isinstance(v, (int, np.integer)) or v < 1: raise ValueError(f"`{nm}` must be a positive integer. Found {v!r}.")
@@ -461,7 +513,7 @@ def get_problem(name:str, # a name from `list_problems()`
                 n:int=1000, # number of samples (synthetic data)
                 d:int=10, # feature dimension (synthetic data)
                 seed:int=0, # seed of the synthetic data (not of any privacy noise)
-                data:str|None=None, # None/'synthetic', 'breast-cancer', 'digits', or a .npz/.csv path
+                data:str|Dataset|None=None, # None/'synthetic', 'breast-cancer', 'digits', a .npz/.csv path, or a prepared `Dataset`
                 outlier_fraction:float|None=None, # synthetic outliers (default 0.1; 0 for 'saddle')
                 **kwargs, # problem options, e.g. hidden=, loss= for 'relu-net'
                ) -> Problem:
@@ -493,3 +545,23 @@ def check_loss(problem:Problem, b:int=2, k:int=3):
             raise ValueError(f"{type(problem).__name__}.{name} returned shape {tuple(getattr(out, 'shape', ()))} on {b} samples and {k} points "
                              f"in R^{d}; it must return {want} (one entry per sample and point). Vectorize the loss over both axes.")
     return True
+
+# %% ../nbs/core/04_problems.ipynb #908c3d69
+def _linear_predict(self, x, A) -> np.ndarray:
+    "Scores ⟨a, x⟩ of the rows of `A` at the point `x`: shape (n,), on the host."
+    return np.asarray(to_numpy(A), dtype=float) @ np.asarray(to_numpy(x), dtype=float)
+
+def _relu_predict(self, x, A) -> np.ndarray:
+    "The network's outputs on the rows of `A` at the parameters `x`: shape (n,), on the host."
+    return to_numpy(self._forward(asarray(x)[None, :], asarray(A), False)[2])[0]
+
+def _problem_score(self, x, data:Dataset|None=None) -> float:
+    "Accuracy at `x` on `data` (default: the problem's own data; pass held-out data): class 1 where `predict` > 0."
+    if not self.classifier: raise ValueError(f"{self.name} is not a classifier here: `score` needs logistic, sigmoid-glm or relu-net with loss='hinge'.")
+    d = self.data if data is None else data
+    return float(np.mean((self.predict(x, d.A) > 0) == (to_numpy(d.y) > self.positive_above)))
+
+Problem.classifier, Problem.positive_above, Problem.score = False, 0.0, _problem_score
+Logistic.classifier = SigmoidGLM.classifier = True; SigmoidGLM.positive_above = 0.5
+Logistic.predict = SigmoidGLM.predict = _linear_predict
+ReluNet.predict, ReluNet.classifier = _relu_predict, property(lambda self: self.kind == "hinge")

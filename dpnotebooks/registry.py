@@ -13,7 +13,7 @@ from .validation import check_positive
 # %% auto #0
 __all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'ACCESS', 'STATIONARITY', 'InsufficientDataError',
            'Plan', 'is_record', 'scale_noise', 'record_dict', 'n_for_rate', 'choose_target', 'RunOutput', 'Algorithm',
-           'register', 'get_algorithm', 'list_algorithms']
+           'register', 'get_algorithm', 'list_algorithms', 'algorithm_knobs']
 
 # %% ../nbs/planning/29_registry.ipynb #a12035c3
 class InsufficientDataError(ValueError):
@@ -30,6 +30,7 @@ class Plan(NamedTuple):
     accountant: str = "pld"
     errata: tuple = ()      # the implementation-note errata this recipe applies
     derivation: dict = {}   # what the recipe derived on the way (G1, the theory's m, …): shown, never read by a run
+    warnings: tuple = ()    # what is wrong with the plan (a vacuous target, steps too small to move), from public quantities only
 
     def tune(self, **fields) -> Plan:
         "The plan with some fields of its `params` record replaced."
@@ -105,6 +106,7 @@ class Algorithm(NamedTuple):
     ledger_at: Callable|None = None  # (problem, plan, step) -> the releases made by the end of `step` (None: only the total)
     params: type|None = None         # the NamedTuple type of `plan.params` (its NOISE, FREE and field names)
     build: Callable|None = None      # O2NC algorithms: (problem, plan, rng) -> (oracle, data access), for audits of the oracle
+    alpha_default: float = 0.1       # default smoothing radius α as a multiple of Φ/L; 0: no smoothing by default, and α = 0 is allowed
 
 # %% ../nbs/planning/29_registry.ipynb #2e21fd8a
 ALGORITHMS: dict = {}
@@ -130,3 +132,28 @@ def get_algorithm(name:str) -> Algorithm:
 def list_algorithms() -> list:
     "(name, summary) of every registered algorithm."
     return [(a.name, a.summary) for a in ALGORITHMS.values()]
+
+# %% ../nbs/planning/29_registry.ipynb #7330ed64
+_THEOREM_INPUTS = ("n", "d", "epsilon", "delta", "alpha", "beta", "L", "Phi", "accountant", "private", "first_order", "return")
+
+def _record_comments(record:type) -> dict:
+    "Each field of a NamedTuple record with the `# comment` written after it in its source ('' where none)."
+    import inspect, re
+    try: lines = inspect.getsource(record).splitlines()
+    except (OSError, TypeError): return {}
+    hits = (re.match(r"\s+(\w+)\s*:[^#]*?(?:#\s*(.*))?$", l) for l in lines)
+    return {m.group(1): (m.group(2) or "").strip() for m in hits if m and m.group(1) in record._fields}
+
+def algorithm_knobs(name:str) -> dict:
+    "Every knob of algorithm `name`: its recipe's constants {name: (default, meaning)} and its record's fields {name: (role, meaning)}."
+    import inspect
+    from fastcore.docments import docments
+    alg = get_algorithm(name)
+    docs = docments(getattr(alg.recipe, "__wrapped__", alg.recipe), full=True)
+    skip = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    recipe = {k: (None if v["default"] is inspect.Parameter.empty else v["default"], v["docment"] or "")
+              for k, v in docs.items() if k not in _THEOREM_INPUTS and v.get("kind") not in skip}
+    rec, notes = alg.params, _record_comments(alg.params)
+    role = lambda f: "noise" if f in rec.NOISE else "free" if f in rec.FREE else "re-priced"
+    fields = {f: (role(f), notes.get(f, "")) for f in rec._fields}
+    return dict(algorithm=name, recipe=recipe, record=rec.__name__, fields=fields, locked=getattr(rec, "LOCKED", None))

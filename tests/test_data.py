@@ -1,0 +1,94 @@
+"""The data pipeline (dpnotebooks.data, issue 21 §1): label coding said and checked against the loss, a public-seed split,
+public and private (ledger-charged) scaling, refusal before any data are read, and `dpnb run` end to end on breast-cancer."""
+import json, warnings
+import numpy as np
+import pytest
+from conftest import untouchable
+from dpnotebooks.backend import to_numpy
+from dpnotebooks.cli import main
+from dpnotebooks.data import (code_labels, train_test_split, fit_private_scaler, private_scaler_ledger, compose, check_composition,
+                              split_budget, public_scaler)
+from dpnotebooks.ledger import BudgetExceededError, Ledger, Release
+from dpnotebooks.problems import BREAST_CANCER_MEAN, BREAST_CANCER_STD, Dataset, LabelCodingWarning, get_problem
+
+def test_two_valued_labels_are_coded_for_the_loss_and_said():
+    ds = Dataset(np.eye(4), [0, 1, 1, 0])
+    with pytest.warns(LabelCodingWarning, match=r"labels \{0, 1\} coded as \{-1, \+1\} for logistic"):
+        out, info = code_labels(ds, "logistic")
+    assert to_numpy(out.y).tolist() == [-1, 1, 1, -1] and info["changed"]
+    assert to_numpy(code_labels(Dataset(np.eye(2), [1, 2]), "hinge", say=False)[0].y).tolist() == [-1, 1]
+    assert to_numpy(code_labels(out, "sigmoid-glm", say=False)[0].y).tolist() == [0, 1, 1, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error"); assert code_labels(out, "logistic")[1]["changed"] is False     # ±1 kept, nothing said
+    assert code_labels(ds, "robust-regression") == (ds, None)
+
+def test_text_labels_and_three_classes():
+    with pytest.warns(LabelCodingWarning, match=r"\['no', 'yes'\] read as \[0, 1\]"):
+        ds = Dataset.from_arrays(np.ones((3, 2)), np.array(["yes", "no", "yes"]))
+    assert to_numpy(code_labels(ds, "logistic", say=False)[0].y).tolist() == [1, -1, 1]
+    with pytest.raises(ValueError, match="one-vs-rest"): code_labels(Dataset(np.eye(3), [0, 1, 2]), "logistic")
+
+def test_split_sizes_disjoint_reproducible():
+    ds = Dataset(np.arange(100.)[:, None], np.zeros(100))
+    tr, te = train_test_split(ds, 0.3, seed=4)
+    a, b = to_numpy(tr.A)[:, 0], to_numpy(te.A)[:, 0]
+    assert (len(a), len(b)) == (70, 30) and not set(a) & set(b) and set(a) | set(b) == set(range(100))
+    assert np.array_equal(to_numpy(train_test_split(ds, 0.3, seed=4)[1].A), to_numpy(te.A))
+    assert not np.array_equal(to_numpy(train_test_split(ds, 0.3, seed=5)[1].A), to_numpy(te.A))
+
+def test_private_scaler_ledger_composes_and_refuses_before_reading():
+    p = get_problem("logistic", n=500, d=5, seed=0)
+    train = Ledger((Release("gaussian", 1.0, 6.0, 1),))
+    sc, led = fit_private_scaler(p.data, 0.3, 1e-5, (-1, 1), seed=0)
+    assert led.to_dicts() == private_scaler_ledger(5, 0.3, 1e-5).to_dicts() and led.spent(1e-5) <= 0.3
+    total = check_composition(1.0, 1e-5, led, train)
+    assert compose(led, train).spent(1e-5) == total < led.spent(1e-5) + train.spent(1e-5)
+    with pytest.raises(BudgetExceededError, match="no data was read"):
+        fit_private_scaler(untouchable(p).data, 0.3, 1e-5, (-1, 1), budget=(0.4, train))
+    with pytest.raises(AssertionError, match="the data were read"):                   # the same call within budget reads
+        fit_private_scaler(untouchable(get_problem("logistic", n=500, d=5)).data, 0.3, 1e-5, (-1, 1), budget=(5.0, train))
+    with pytest.raises(BudgetExceededError, match="no data was read"): split_budget(1.0, 1.0)
+
+@pytest.fixture(scope="module")
+def bc_files(tmp_path_factory):
+    from sklearn.datasets import load_breast_cancer
+    X, y = load_breast_cancer(return_X_y=True); tmp = tmp_path_factory.mktemp("bc")
+    np.savetxt(tmp / "bc.csv", np.c_[X, y], delimiter=",", header=",".join([f"f{i}" for i in range(30)] + ["y"]), comments="")
+    np.savetxt(tmp / "const.csv", np.array([BREAST_CANCER_MEAN, BREAST_CANCER_STD]), delimiter=",")
+    np.savetxt(tmp / "y3.csv", np.c_[X, np.arange(569) % 3], delimiter=",")
+    return tmp
+
+def _run(tmp, *args):
+    out = tmp / "r.json"; out.unlink(missing_ok=True)
+    code = main(["run", "--problem", "logistic", "--epsilon", "1", "--delta", "1e-5", "--quiet", "--out", str(out), *args])
+    return code, (json.loads(out.read_text()) if code == 0 else None)
+
+def test_cli_breast_cancer_csv_public_scaling_held_out_accuracy(bc_files, capsys):
+    "abggmu-spider, ε = 1, 70/30, public constants: held-out accuracy ≥ 0.9 (measured 0.924, 0.924, 0.942 for seeds 0-2)."
+    code, r = _run(bc_files, "abggmu-spider", "--data", str(bc_files / "bc.csv"), "--test-fraction", "0.3", "--seed", "0",
+                   "--scale", "public", "--scale-with", str(bc_files / "const.csv"))
+    err = capsys.readouterr().err
+    assert code == 0 and "labels {0, 1} coded as {-1, +1} for logistic" in err and "public constants" in err
+    assert r["data"]["labels"]["coded_as"] == [-1, 1] and r["data"]["split"] == dict(test_fraction=0.3, seed=0, n_train=398, n_test=171)
+    assert r["n"] == 398 and r["privacy"]["epsilon_spent"] <= 1 and "not private" in r["evaluation"]["data"]
+    assert r["evaluation"]["accuracy_out"] >= 0.9, r["evaluation"]
+
+def test_cli_private_scaling_is_in_the_ledger(bc_files):
+    code, r = _run(bc_files, "dp-sgd", "--data", str(bc_files / "bc.csv"), "--test-fraction", "0.3", "--seed", "0",
+                   "--scale", "private", "--scale-with", "0,2500", "--scale-epsilon", "0.3")
+    pr = r["privacy"]
+    assert code == 0 and pr["budget_split"]["scaling"] == 0.3 and 0.7 <= pr["budget_split"]["training"] < 1
+    led = Ledger.from_dicts(pr["events"]); assert sum("private scaling" in e.label for e in led.releases) == 2
+    assert abs(led.spent(1e-5) - pr["epsilon_spent"]) < 1e-12 and pr["epsilon_spent"] <= 1 and pr["epsilon"] == 1
+
+@pytest.mark.parametrize("args, says", [
+    (["--data", "{d}/y3.csv"], "one-vs-rest"),
+    (["--data", "{d}/bc.csv", "--n", "500"], "Drop --n"),
+    (["--data", "{d}/bc.csv", "--d", "3"], "Drop --d"),
+    (["--data", "{d}/bc.csv", "--scale", "private", "--scale-with", "0,1", "--scale-epsilon", "2"], "no data was read"),
+    (["--data", "{d}/bc.csv", "--scale", "public"], "needs --scale-with"),
+    (["--test-fraction", "0.3"], "apply to --data"),
+])
+def test_cli_refusals(bc_files, capsys, args, says):
+    code, _ = _run(bc_files, "dp-sgd", *[a.replace("{d}", str(bc_files)) for a in args])
+    assert code == 2 and says in capsys.readouterr().err
