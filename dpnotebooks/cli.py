@@ -473,10 +473,13 @@ EXPERIMENTS = {
                            dict(epsilons=[1.0], alpha=0.1, delta=1e-5, seeds=5, d=10)),
     "sosp-escape": ("LT: lt-sosp from next to a strict saddle, second-order points and samples against epsilon, with controls",
                     dict(epsilons=[0.5, 1.0, 2.0, 4.0], alpha=0.2, delta=1e-6, seeds=5, d=4)),
+    "utility": ("held-out accuracy against epsilon on breast-cancer, digits and wine: every applicable algorithm, tuned DP-SGD, an MLP, a non-private reference",
+                dict(epsilons=[0.5, 1.0, 2.0, 4.0, 8.0], delta=1e-5, seeds=3)),
 }
 _QUICK = {"sample-complexity": dict(ds=[4, 8], epsilons=[4.0], accuracy_epsilons=[4.0], algorithms=["ztc-naive", "klt-single-pass"], seeds=2,
                                    n_min=2000, n_max=32000),
-          "stationarity-rates": dict(ns=[2000, 6000, 18000], seeds=2), "sosp-escape": dict(epsilons=[1.0], seeds=2, n=400_000)}
+          "stationarity-rates": dict(ns=[2000, 6000, 18000], seeds=2), "sosp-escape": dict(epsilons=[1.0], seeds=2, n=400_000),
+          "utility": dict(datasets=["breast-cancer"], epsilons=[1.0, 8.0], seeds=1, algorithms=["dp-sgd", "abggmu-tree-spider"])}
 
 # %% ../nbs/interface/50_cli.ipynb #04f846e9
 def _experiment_args(args):
@@ -494,6 +497,11 @@ def _run_experiment(args, base:int, grid:dict) -> tuple:
         from dpnotebooks.sosp_escape import sosp_escape_experiment, format_sosp_escape as fmt, plot_sosp_escape as plot
         res = sosp_escape_experiment(epsilons=args.epsilons, seeds=args.seeds, n=args.n, d=args.d, alpha=args.alpha, delta=args.delta,
                                      base_seed=base, progress=not args.quiet, **grid)
+    elif args.name == "utility":
+        from dpnotebooks.utility import utility_experiment, format_utility as fmt, plot_utility as plot, UTILITY_ALGORITHMS, UTILITY_DATASETS
+        res = utility_experiment(datasets=args.datasets or list(UTILITY_DATASETS), epsilons=args.epsilons, delta=args.delta,
+                                 algorithms=args.algorithms or list(UTILITY_ALGORITHMS), seeds=args.seeds, base_seed=base, mlp=not args.no_mlp, tuned=not args.no_tuned,
+                                 progress=not args.quiet, **grid)
     elif args.name == "stationarity-rates":
         from dpnotebooks.stationarity_rates import (stationarity_rates_experiment, format_stationarity_rates as fmt,
                                                     plot_stationarity_rates as plot, RATES)
@@ -703,12 +711,12 @@ def _add_experiment_grid(x):
     "`dpnb experiment`'s grid and targets (sample-complexity's; alpha, delta and seeds serve every experiment)."
     x.add_argument("--ds", type=_list_of(int, "--ds"), default=[4, 8, 16, 32, 64], help="dimensions, comma-separated (default 4,8,16,32,64)")
     x.add_argument("--epsilons", type=_list_of(float, "--epsilons"), default=None,
-                   help="epsilons of the smallest-n grid and the slopes (default 1), or of sosp-escape (default 0.5,1,2,4)")
+                   help="epsilons of the smallest-n grid and the slopes (default 1), of sosp-escape (default 0.5,1,2,4), or of utility (default 0.5,1,2,4,8)")
     x.add_argument("--accuracy-epsilons", type=_list_of(float, "--accuracy-epsilons"), default=[1.0, 4.0],
                    help="epsilons of the accuracy-vs-n panel (default 1,4)")
     x.add_argument("--algorithms", type=_list_of(str, "--algorithms"), default=None,
                    help="algorithms, comma-separated (default: klt-single-pass,ztc,ztc-naive for sample-complexity; "
-                        "abggmu-spider,abggmu-tree-spider,dp-sgd for stationarity-rates)")
+                        "abggmu-spider,abggmu-tree-spider,dp-sgd for stationarity-rates; every applicable one for utility)")
     x.add_argument("--alpha", type=float, default=None, help="Goldstein radius alpha; the score is at 2*alpha (default 0.1); sosp-escape: the SOSP alpha (default 0.2)")
     x.add_argument("--beta", type=float, default=0.3, help="target Goldstein norm (default 0.3)")
     x.add_argument("--delta", type=float, default=None, help="target delta (default 1e-5; sosp-escape 1e-6)")
@@ -734,6 +742,9 @@ def _add_experiment(sub):
                    help="stationarity-rates: training-set sizes, comma-separated (default 2000,4000,8000,16000,32000)")
     x.add_argument("--d", type=_positive_int, default=None, help="stationarity-rates: dimension (default 10); sosp-escape (default 4)")
     x.add_argument("--epsilon", type=float, default=1.0, help="stationarity-rates: target epsilon (default 1)")
+    x.add_argument("--datasets", type=_list_of(str, "--datasets"), default=None, help="utility: datasets, comma-separated (default breast-cancer,digits,wine)")
+    x.add_argument("--no-mlp", action="store_true", help="utility: leave out DP-SGD on the MLP (which needs jax)")
+    x.add_argument("--no-tuned", action="store_true", help="utility: leave out privately tuned DP-SGD")
     x.add_argument("--out", default=None, help="folder for NAME.json, NAME.csv, NAME.png and NAME.svg (default dpnb-NAME)")
     x.add_argument("--quiet", action="store_true", help="no progress lines")
     x.set_defaults(func=cmd_experiment)

@@ -239,6 +239,19 @@ def _search_per_run(cost, epsilon:float, algorithm:str, shrink:float=4.0, tries:
     while e0 > lo and f(e0) > epsilon: e0 *= 0.997
     return max(e0, lo)
 
+# %% ../nbs/planning/34_private_tuning.ipynb #de18ced7
+def _check_tuning(n:int, algorithm:str, epsilon, delta, mean_runs, distribution:str, eta, validation_fraction) -> tuple:
+    "(η, n_train, n_val) of a valid request, or a `ValueError` naming the fix; public arguments only (no record is read)."
+    check_positive("epsilon", epsilon); check_delta(delta); check_positive("mean_runs", mean_runs)
+    eta = 1.0 if distribution == "geometric" else float(eta)
+    selection_rdp(np.zeros(2), (1.0, 2.0), distribution, mean_runs if distribution == "poisson" else max(mean_runs, 1 + 1e-9), eta)   # validates the law
+    if distribution != "poisson" and not (eta > -1 and mean_runs > 1): raise ValueError(f"{distribution}: needs eta > -1 and mean_runs > 1 (K ≥ 1). Found eta = {eta!r}, mean_runs = {mean_runs!r}.")
+    if not get_algorithm(algorithm).private: raise ValueError(f"{algorithm} is not private: tune a private algorithm.")
+    if not 0 < validation_fraction < 1: raise ValueError(f"`validation_fraction` must be in (0, 1). Found {validation_fraction!r}.")
+    n_val = max(1, int(round(validation_fraction * n))); n_train = n - n_val
+    if n_train < 2: raise ValueError(f"{n} records leave {n_train} for training: lower `validation_fraction` or bring more data.")
+    return eta, n_train, n_val
+
 # %% ../nbs/planning/34_private_tuning.ipynb #0e28b9ad
 def plan_tuning(problem, # a `Problem` (only its size, dimension and constants are used)
                 algorithm:str, # a private algorithm from `list_algorithms()`
@@ -253,14 +266,7 @@ def plan_tuning(problem, # a `Problem` (only its size, dimension and constants a
                 **fixed, # overrides common to every run
                ) -> TuningPlan:
     "The per-run budget ε₀ that makes the whole selection meet (ε, δ) (PS22); refuses before any data is read."
-    check_positive("epsilon", epsilon); check_delta(delta); check_positive("mean_runs", mean_runs)
-    eta = 1.0 if distribution == "geometric" else float(eta)
-    selection_rdp(np.zeros(2), (1.0, 2.0), distribution, mean_runs if distribution == "poisson" else max(mean_runs, 1 + 1e-9), eta)   # validates the law
-    if distribution != "poisson" and not (eta > -1 and mean_runs > 1): raise ValueError(f"{distribution}: needs eta > -1 and mean_runs > 1 (K ≥ 1). Found eta = {eta!r}, mean_runs = {mean_runs!r}.")
-    if not get_algorithm(algorithm).private: raise ValueError(f"{algorithm} is not private: tune a private algorithm.")
-    if not 0 < validation_fraction < 1: raise ValueError(f"`validation_fraction` must be in (0, 1). Found {validation_fraction!r}.")
-    n = len(problem.data); n_val = max(1, int(round(validation_fraction * n))); n_train = n - n_val
-    if n_train < 2: raise ValueError(f"{n} records leave {n_train} for training: lower `validation_fraction` or bring more data.")
+    eta, n_train, n_val = _check_tuning(len(problem.data), algorithm, epsilon, delta, mean_runs, distribution, eta, validation_fraction)
     points, sens = grid_points(grid), score_sensitivity(score, n_val, loss_bound)
     sized, memo = with_data(problem, _Shape(n_train, problem.data.p)), {}
     def cost(e0):

@@ -146,6 +146,20 @@ body{margin-left:270px !important}
 </style>"""
 
 
+_MD_IMAGE = re.compile(r"(!\[[^\]]*\]\()(?!\w+:|/|#)([\w./-]+\.(svg|png))\)")
+
+def inline_images(nb, folder: Path):
+    "Markdown images beside the notebook (`![...](results/x.svg)`) become data URIs: the site is one flat folder of pages."
+    import base64
+    mime = {"svg": "image/svg+xml", "png": "image/png"}
+    def data_uri(m):
+        f = folder / m.group(2)
+        if not f.exists(): return m.group(0)          # left as is: the site test reports it as not loaded
+        return f"{m.group(1)}data:{mime[m.group(3)]};base64,{base64.b64encode(f.read_bytes()).decode()})"
+    for c in nb.cells:
+        if c.cell_type == "markdown": c.source = _MD_IMAGE.sub(data_uri, c.source)
+
+
 def render(path: Path, out: Path, pages: list, run: bool, skip_slow: bool = False) -> str:
     "Execute, process and write one page; returns its file name."
     import nbformat
@@ -156,6 +170,7 @@ def render(path: Path, out: Path, pages: list, run: bool, skip_slow: bool = Fals
     if run: nb = execute(nb, path, skip_slow)
     module = None if not default_exp else "dpnotebooks" if default_exp == "__init__" else f"dpnotebooks.{default_exp}"
     nb = process(nb, module)
+    inline_images(nb, path.parent)
     exporter = HTMLExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True, mathjax_url=MATHJAX)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title_of(nb)}})
     body = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", body)          # nothing from the network

@@ -4,8 +4,8 @@
     python3 tools/make_readme.py           # (re)write README.md
     python3 tools/make_readme.py --check   # exit 1 if README.md is out of date
 
-Markdown cells are copied verbatim, except that relative links to notebooks (`](X.ipynb)`) get the
-`nbs/` prefix so they resolve from the repository root; code cells become ```python blocks (with `#|`
+Markdown cells are copied verbatim, except that relative links to notebooks (`](X.ipynb)`) and to images
+(`](X.svg)`, `](X.png)`) get the `nbs/` prefix so they resolve from the repository root; code cells become ```python blocks (with `#|`
 directive lines removed) followed by their text outputs (figures are left out: an output that carries an
 image is skipped); cells marked `#| hide` and raw cells are left out.
 Standard library only, so CI can run the check before any virtual environment exists.
@@ -23,6 +23,7 @@ REGEN = "python3 tools/make_readme.py"
 _DIRECTIVE = re.compile(r"^\s*#\s*\|")              # an nbdev directive line: `#| export`, `# | hide`, ...
 _HIDE = re.compile(r"^\s*#\s*\|\s*hide\s*$")         # the `#| hide` directive
 _NB_LINK = re.compile(r"\]\((?!\w+:|/|#)([\w./-]+\.ipynb(?:#[^)]*)?)\)")  # a relative link to a notebook
+_IMG_LINK = re.compile(r"\]\((?!\w+:|/|#)([\w./-]+\.(?:svg|png))\)")           # a relative link to an image beside the notebooks
 _FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)\s*$")  # an opening/closing code fence and its info string
 
 def _src(x) -> str: return "".join(x) if isinstance(x, list) else (x or "")
@@ -49,7 +50,7 @@ def notebook_to_markdown(nb:dict) -> str:
     for cell in nb.get("cells", []):
         src, kind = _src(cell.get("source")), cell.get("cell_type")
         if kind == "markdown":
-            if src.strip(): parts.append(_NB_LINK.sub(r"](nbs/\1)", src.strip("\n")))
+            if src.strip(): parts.append(_IMG_LINK.sub(r"](nbs/\1)", _NB_LINK.sub(r"](nbs/\1)", src.strip("\n"))))
         elif kind == "code":
             lines = src.splitlines()
             if any(_HIDE.match(l) for l in lines): continue

@@ -1,0 +1,42 @@
+"""`dpnb experiment utility`'s experiment on a tiny grid (wine, two epsilons, two seeds): the result's structure, every run's
+epsilon spent within its budget (the tuned runs' selection included), and a held-out split disjoint from the training split."""
+import json
+import numpy as np
+import pytest
+from dpnotebooks.backend import to_numpy
+from dpnotebooks.problems import Dataset
+from dpnotebooks.data import public_scaler
+from dpnotebooks.utility import utility_experiment, utility_task, format_utility, UTILITY_DATASETS, _raw
+
+@pytest.fixture(scope="module")
+def tiny():
+    res = utility_experiment(["wine"], [0.5, 4.0], algorithms=["dp-sgd", "abggmu-tree-spider"], seeds=2, mlp=True, tuned=True, progress=False)
+    return json.loads(json.dumps(res))          # what the CLI writes: plain JSON
+
+def test_structure(tiny):
+    c = tiny["config"]
+    assert c["series"] == ["dp-sgd", "abggmu-tree-spider", "dp-sgd-tuned", "dp-sgd (mlp)"] and c["seeds"] == 2 and c["delta"] == 1e-5
+    assert [(p["series"], p["epsilon"]) for p in tiny["points"]] == [(s, e) for s in c["series"] for e in (0.5, 4.0)]
+    for p in tiny["points"]:
+        assert len(p["runs"]) == 2 and p["refused"] == 0 and 0 <= p["accuracy"] <= 1 and p["accuracy_se"] >= 0
+    assert {(b["dataset"], b["epsilon"]) for b in tiny["best"]} == {("wine", 0.5), ("wine", 4.0)}
+    assert tiny["datasets"]["wine"]["n_train"] == 125 and 0.9 <= tiny["datasets"]["wine"]["reference"] <= 1
+    assert tiny["targets"] is None                                   # the targets are breast-cancer's
+    tuned = [r for p in tiny["points"] if p["series"] == "dp-sgd-tuned" for r in p["runs"]]
+    assert all(set(r["hyperparameters"]) == {"lr", "epochs"} for r in tuned)
+    assert "non-private reference" in format_utility(tiny)
+
+def test_epsilon_spent_within_budget(tiny):
+    for p in tiny["points"]:
+        assert p["epsilon_spent"] <= p["epsilon"] + 1e-9
+        assert all(r["epsilon_spent"] <= p["epsilon"] + 1e-9 for r in p["runs"])
+
+@pytest.mark.parametrize("name", list(UTILITY_DATASETS))
+def test_held_out_disjoint_from_training(name):
+    "The two sides' row numbers are disjoint and cover the data, and each side's records are exactly those rows, scaled."
+    t = utility_task(name); n = len(t.train) + len(t.test)
+    assert set(t.train_rows.tolist()).isdisjoint(t.test_rows.tolist()) and sorted([*t.train_rows, *t.test_rows]) == list(range(n))
+    assert len(t.test) == round(0.3 * n)
+    X, _, center, scale = _raw(name); sc = public_scaler(center, scale)
+    for side, rows in ((t.train, t.train_rows), (t.test, t.test_rows)):
+        np.testing.assert_allclose(to_numpy(sc(Dataset(X[rows], np.zeros(len(rows)))).A), to_numpy(side.A), rtol=0, atol=1e-12)
