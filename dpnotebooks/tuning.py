@@ -13,11 +13,11 @@ from scipy.optimize import brentq
 from scipy.special import gammaln
 from scipy.stats import poisson as _poisson
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon, compute_delta
-from .backend import get_xp, get_dtype, asarray, to_numpy, make_rng
+from .backend import get_xp, asarray, to_numpy, make_rng
 from .privacy import calibrate_gaussian, NEIGHBOURING
 from .ledger import Ledger, Release, BudgetExceededError, POISSON_RDP_ORDERS, replace_one_poisson_rdp
 from .validation import check_positive, check_delta
-from .problems import LinearModel, with_data
+from .problems import with_data
 from .registry import get_algorithm
 
 # %% auto #0
@@ -116,12 +116,10 @@ def accuracy(problem, # a classification `Problem` (a linear model, or a framewo
              x, # the point
              data, # a `Dataset` (held out, or the validation split inside `tune`)
             ) -> float:
-    "Fraction of `data` classified right at `x`: class 1 where the margin <a, x> (or `problem.predict`) is > 0; labels ±1 or 0/1."
-    xp = get_xp()
-    if isinstance(problem, LinearModel): t = data.A @ asarray(x)
-    elif callable(getattr(problem, "predict", None)): t = asarray(problem.predict(x, data.A))
-    else: raise ValueError(f"{type(problem).__name__} has no classifier: tune it with score='loss' (a clipped loss) instead of 'accuracy'.")
-    return float(xp.mean(xp.astype((t > 0) == (data.y > 0), get_dtype())))
+    "Fraction of `data` classified right at `x`: the classifier's own `score` (04_problems, 04e_losses)."
+    if not getattr(problem, "classifier", False):
+        raise ValueError(f"{type(problem).__name__} has no classifier: tune it with score='loss' (a clipped loss) instead of 'accuracy'.")
+    return problem.score(x, data)
 
 def clipped_loss(problem, x, data, bound:float) -> float:
     "Mean per-sample loss at `x` on `data`, each clipped to [0, bound] (non-finite values count as `bound`)."
@@ -267,6 +265,8 @@ def plan_tuning(problem, # a `Problem` (only its size, dimension and constants a
                ) -> TuningPlan:
     "The per-run budget ε₀ that makes the whole selection meet (ε, δ) (PS22); refuses before any data is read."
     eta, n_train, n_val = _check_tuning(len(problem.data), algorithm, epsilon, delta, mean_runs, distribution, eta, validation_fraction)
+    if score == "accuracy" and not getattr(problem, "classifier", False):
+        raise ValueError(f"{type(problem).__name__} has no classifier: tune it with score='loss' (a clipped loss) instead of 'accuracy'.")
     points, sens = grid_points(grid), score_sensitivity(score, n_val, loss_bound)
     sized, memo = with_data(problem, _Shape(n_train, problem.data.p)), {}
     def cost(e0):
