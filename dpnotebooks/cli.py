@@ -27,6 +27,7 @@ from .minimize import (minimize, list_algorithms, check_request, plan_run, plann
 from .ledger import BudgetExceededError
 from .faults import RunStopped
 from .registry import record_dict, algorithm_knobs
+from .cost import estimate_work, format_work, check_time, shaped, TooSlowError
 from .tuning import tune, DISTRIBUTIONS, SCORES, accuracy
 from .checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 
@@ -186,7 +187,7 @@ def run_algorithm(algorithm:str, problem:str="robust-regression", n:int|None=Non
                   progress:bool=False, checkpoint:str|None=None, checkpoint_every:int|None=None, resume:bool=False,
                   test:str|None=None, nonprivate_diagnostics:bool=False, secure:bool=False, test_fraction:float|None=None,
                   split_seed:int=0, scale:str="none", scale_with:str|None=None, scale_epsilon:float|None=None, classes=None,
-                  released_scaling:dict|None=None, **overrides) -> dict:
+                  released_scaling:dict|None=None, max_seconds:float|None=None, **overrides) -> dict:
     "Run `algorithm` through `minimize` and return the JSON record of DESIGN.md's `dpnb run` contract (optionally checkpointed)."
     check_request(algorithm, epsilon, delta, alpha, beta, **overrides)   # the request alone: refused before any data is built
     if problem not in PROBLEMS and ":" not in problem:                                   # before any data is built
@@ -201,7 +202,7 @@ def run_algorithm(algorithm:str, problem:str="robust-regression", n:int|None=Non
                    released_scaling=None if scl is None else dict(scaling=block["scaling"], ledger=scl.to_dicts()))
     res = minimize(p, algorithm, epsilon=et, delta=delta, alpha=alpha, beta=beta, seed=seed, accountant=accountant, secure=secure,
                    progress=progress, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                   checkpoint_info=dict(request=_jsonable(request)), diagnostics="nonprivate" if nonprivate_diagnostics else None, **overrides)
+                   checkpoint_info=dict(request=_jsonable(request)), diagnostics="nonprivate" if nonprivate_diagnostics else None, max_seconds=max_seconds, **overrides)
     r = _record(algorithm, problem, block, p, held, what, res, nonprivate_diagnostics)
     if scl is not None:                                                  # the scaling's releases are part of the run's price
         led = compose(scl, res.ledger)
@@ -247,7 +248,7 @@ def _record(algorithm, problem, block, p, held, what, res, nonprivate_diagnostic
              privacy=dict(private=private, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
                           epsilon_spent=res.epsilon_spent, events=res.ledger.to_dicts()),
              samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample, x_out=res.x, seconds=res.seconds,
-             checkpoint=res.trace.get("checkpoint"), plan=dict(plan._asdict(), params=record_dict(plan.params)))
+             checkpoint=res.trace.get("checkpoint"), plan=dict(plan._asdict(), params=record_dict(plan.params), work=estimate_work(p, plan)._asdict()))
     if kind == "sosp": r["sosp"] = _sosp_block(res)
     if held is not None: r["evaluation"] = dict(evaluation_block(held, p.x0, res.x, plan.alpha, kind, what),
                                                 note="held-out data: not protected by the privacy guarantee, and not used by the run")
@@ -312,7 +313,7 @@ def _resume_request(args) -> dict:
 
 # %% ../nbs/interface/50_cli.ipynb #f86f0197
 def dry_run(algorithm:str, problem:str, n:int, d:int, epsilon, delta, alpha=None, beta=None, data=None, data_seed:int=0,
-            accountant:str=DEFAULT_ACCOUNTANT, **overrides) -> str:
+            accountant:str=DEFAULT_ACCOUNTANT, max_seconds:float|None=None, **overrides) -> str:
     "The plan and its price, without running: what `dpnb run --dry-run` prints (no sample is read by the algorithm, nothing is spent)."
     scale = overrides.pop("scale", "none"); scale_epsilon = overrides.pop("scale_epsilon", None)
     check_request(algorithm, epsilon, delta, alpha, beta, **overrides)
@@ -327,8 +328,11 @@ def dry_run(algorithm:str, problem:str, n:int, d:int, epsilon, delta, alpha=None
     led = compose(scl, planned_ledger(p, plan))
     price = (f"epsilon {led.spent(plan.delta, accountant):.4g} of {epsilon:g} at delta {plan.delta:g} ({NEIGHBOURING}, {accountant})"
              if REGISTRY[algorithm].private else "NOT private")
+    try: work = format_work(check_time(p, plan, max_seconds, lambda n=None, beta=beta: plan_run(
+                     shaped(p, n or plan.n), algorithm, et, delta, alpha, beta, accountant, **overrides)))
+    except TooSlowError as err: work = f"{format_work(estimate_work(p, plan))}\nover --max-seconds: `dpnb run` would refuse it. {err}"
     return "\n".join([f"dpnb run {algorithm} --dry-run: {plan.theorem}, n = {plan.n}, d = {plan.d}", f"price: {price}", repr(led),
-                      f"plan: {plan.params!r}"] + [f"warning: {w}" for w in plan.warnings])
+                      f"plan: {plan.params!r}", work] + [f"warning: {w}" for w in plan.warnings])
 
 # %% ../nbs/interface/50_cli.ipynb #112f36f6
 def _resumed_run(args) -> dict:
@@ -354,12 +358,14 @@ def cmd_run(args) -> int:
         if args.backend_run: set_backend(args.backend_run)
         if args.dry_run:
             print(dry_run(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.data,
-                          args.data_seed, args.accountant, scale=args.scale, scale_epsilon=args.scale_epsilon, **_parse_overrides(args.set))); return 0
+                          args.data_seed, args.accountant, scale=args.scale, scale_epsilon=args.scale_epsilon, max_seconds=args.max_seconds,
+                          **_parse_overrides(args.set))); return 0
         r = run_algorithm(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.seed,
                           args.data, args.data_seed, args.accountant, progress=not args.quiet, checkpoint=args.checkpoint,
                           checkpoint_every=args.checkpoint_every, test=args.test, nonprivate_diagnostics=args.nonprivate_diagnostics,
                           secure=args.secure, test_fraction=args.test_fraction, split_seed=args.split_seed, scale=args.scale,
-                          scale_with=args.scale_with, scale_epsilon=args.scale_epsilon, classes=args.classes, **_parse_overrides(args.set))
+                          scale_with=args.scale_with, scale_epsilon=args.scale_epsilon, classes=args.classes, max_seconds=args.max_seconds,
+                          **_parse_overrides(args.set))
     print(format_run(r))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True); Path(args.out).write_text(json.dumps(r, indent=1))
@@ -676,7 +682,9 @@ def _add_run(sub, algorithm:str|None=None):
     r.add_argument("--nonprivate-diagnostics", action="store_true",
                    help="also report loss, stationarity and clip counts on the PRIVATE data (NOT private: do not publish)")
     r.add_argument("--secure", action="store_true", help="noise from a cryptographic generator with the floating-point mitigation (no --seed)")
-    r.add_argument("--dry-run", action="store_true", help="print the plan and its price, run nothing")
+    r.add_argument("--dry-run", action="store_true", help="print the plan, its price and its estimated work and time, run nothing")
+    r.add_argument("--max-seconds", type=float, default=3600.0, metavar="S",
+                   help="refuse, before any data is read, a run estimated to take longer than S seconds here (default 3600; see --dry-run)")
     r.add_argument("--backend", dest="backend_run", choices=list(BACKENDS), default=None, help="array backend")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe constant or a field of the algorithm's parameter record (repeatable; `--dry-run` lists them)")
     r.add_argument("--out", default=None, help="write the JSON result here")

@@ -55,8 +55,9 @@ def _loss(problem, x) -> float: return float(to_numpy(problem.loss(asarray(x)[No
 def _factory_name(f) -> str: return f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', repr(f))}"
 
 def _run_key(algorithm, n, d, epsilon, delta, alpha, seed, problem_factory, eval_n, k, overrides) -> tuple:
+    "What a stored score depends on; the certificate's kind too (scores of the old uniform certificate are never reused)."
     return (algorithm, int(n), int(d), float(epsilon), float(delta), float(alpha), int(seed), _factory_name(problem_factory), int(eval_n), int(k),
-            tuple(sorted(overrides.items())))
+            tuple(sorted(overrides.items())), "certificate:adaptive")
 
 # %% ../nbs/experiments/60_sample_complexity.ipynb #91b27608
 def score_run(algorithm:str, n:int, d:int, epsilon:float, delta:float, alpha:float, # what to run, as for `minimize`

@@ -14,6 +14,9 @@ from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDp
 from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from dp_accounting.pld import PLDAccountant
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
+from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+from dp_accounting.pld.pld_pmf import SparsePLDPmf
 from scipy.optimize import brentq
 from scipy.special import gammaln, logsumexp
 from .privacy import (gaussian_event, tree_event, tree_levels, gdp_epsilon, gdp_mu, RDP_ORDERS, ACCOUNTANTS,
@@ -131,16 +134,24 @@ def replace_one_poisson_rdp(q:float, # sampling rate
     return (a - 0.5) / (a - 1) * addremove_poisson_rdp(q, z, 2 * a) + addremove_poisson_rdp(q, z, 2 * a - 1)
 
 # %% ../nbs/privacy/01a_ledger.ipynb #feb9b6b7
+def _self_composed(pld, count:int):
+    "`pld` composed `count` times: dp-accounting's own rule (sparse up to 1000 points, dense beyond), without the integer size**count it builds to decide."
+    big = lambda p: isinstance(p, SparsePLDPmf) and count > 1 and (count * math.log(max(p.size, 1)) > 7.6 or p.size ** count > 1000)
+    rm, ad = (p.to_dense_pmf() if big(p) else p for p in (pld._pmf_remove, pld._pmf_add))
+    return PrivacyLossDistribution(rm.self_compose(count)) if pld._symmetric else PrivacyLossDistribution(rm.self_compose(count), ad.self_compose(count))
+
 def _pld_epsilon(gauss:float, sampled:list, delta:float) -> float:
     "dp-accounting's PLD (REPLACE_ONE) of a Gaussian with Σμ² = `gauss` and the sampled entries, on a grid a third of their smallest per-step loss; inf if too big."
     step = [r.sampling_rate * min(1.0, 2 * r.sensitivity / r.sigma) for r in sampled]     # spread of one step's privacy loss
     vdi = float(np.clip(min(step) / 3, 1e-7, PLD_DISCRETIZATION))
     spread = 40 * (math.sqrt(sum(r.count * s * s for r, s in zip(sampled, step))) + math.sqrt(gauss)) + sum(r.count * s * s for r, s in zip(sampled, step))
     if spread / vdi > PLD_MAX_POINTS or min(r.sigma / r.sensitivity for r in sampled) < 0.2: return math.inf
-    acc = PLDAccountant(NeighboringRelation.REPLACE_ONE, value_discretization_interval=vdi)
-    if gauss > 0: acc.compose(GaussianDpEvent(2 / math.sqrt(gauss)))
-    for r in sampled: acc.compose(r.event)
-    return float(acc.get_epsilon(delta))
+    pld = pld_lib.identity(value_discretization_interval=vdi)            # what PLDAccountant.compose builds, event by event
+    if gauss > 0: pld = pld.compose(pld_lib.from_gaussian_mechanism(2 / math.sqrt(gauss), value_discretization_interval=vdi, neighboring_relation=NeighboringRelation.REPLACE_ONE))
+    for r in sampled:
+        one = pld_lib.from_gaussian_mechanism(r.sigma / r.sensitivity, value_discretization_interval=vdi, sampling_prob=r.sampling_rate, neighboring_relation=NeighboringRelation.REPLACE_ONE)
+        pld = pld.compose(_self_composed(one, r.count))
+    return float(pld.get_epsilon_for_delta(delta))
 
 # %% ../nbs/privacy/01a_ledger.ipynb #2e5dc911
 def _group_epsilon(entries:tuple, # the releases one record is exposed to
@@ -255,6 +266,28 @@ def _search(cost, epsilon:float, hi:float, step:float=2.0) -> float:
         hi, lo = lo, lo / step
     return math.exp(brentq(lambda t: cost(math.exp(t)) - epsilon, math.log(lo), math.log(hi), xtol=1e-6))
 
+# %% ../nbs/privacy/01a_ledger.ipynb #d43c9aa6
+def _gdp_gap(e:float, epsilon:float, delta:float) -> float:
+    "log μ(e) − log μ(ε), μ(·) the GDP μ of an ε at δ: > 0 means more privacy loss than ε."
+    return math.inf if e == math.inf else -math.inf if e <= 0 else math.log(gdp_mu(e, delta) / gdp_mu(epsilon, delta))
+
+def _search_gdp(cost, epsilon:float, delta:float, c:float, iters:int=40) -> float:
+    "The smallest c (7 digits) with cost(c) ≤ ε: secant steps on log μ(cost) against log c inside a bracket, bisection as fallback."
+    lo, hi, prev = -math.inf, math.inf, None                           # cost > ε at lo, ≤ ε at hi
+    x = math.log(c); fx = _gdp_gap(cost(c), epsilon, delta)
+    for _ in range(iters):
+        if fx > 0: lo = max(lo, x)
+        else: hi = min(hi, x)
+        slope = (fx - prev[1]) / (x - prev[0]) if prev and math.isfinite(fx + prev[1]) and fx != prev[1] else -1.0   # −1: a Gaussian
+        nxt = x - fx / slope if math.isfinite(fx) else x + (1.0 if fx > 0 else -1.0)
+        if math.isfinite(hi) and lo < nxt and math.log(round_up(math.exp(nxt))) >= hi: return math.exp(hi)   # the root rounds up to a point that fits
+        if not lo < nxt < hi: nxt = (lo + hi) / 2 if math.isfinite(lo + hi) else (lo + 1.0 if math.isfinite(lo) else hi - 1.0)
+        cand = math.log(round_up(math.exp(nxt)))
+        prev, x = (x, fx), (cand if abs(nxt - x) < 1e-6 else nxt)       # near the root: evaluate where the caller checks
+        fx = _gdp_gap(cost(math.exp(x)), epsilon, delta)
+    if math.isfinite(hi): return math.exp(hi)
+    raise ValueError(f"No noise factor meets epsilon = {epsilon} (the search stopped at c = {math.exp(x):.4g}).")
+
 # %% ../nbs/privacy/01a_ledger.ipynb #6f851f23
 def _check_accountant(accountant:str):
     if accountant not in ACCOUNTANTS: raise ValueError(f"`accountant` must be one of {', '.join(map(repr, ACCOUNTANTS))}. Found {accountant!r}.")
@@ -280,7 +313,7 @@ def calibrate_ledger(unit:Ledger, # the releases at unit noise scale: the run's 
     c = _closed_form_factor(unit, mu2, epsilon, delta)                     # exact when nothing is sampled (and 'pld')
     if accountant == "rdp" or any(m is None for ms in mu2 for m in ms):
         c = _search(lambda c: _scaled(unit, noise=c).spent(delta, "rdp"), epsilon, c)   # the RDP bound: cheap, never below the PLD
-        if accountant == "pld": c = _search(cost, epsilon, c, step=1.25)               # the PLD refines it downwards
+        if accountant == "pld": c = _search_gdp(cost, epsilon, delta, c)               # the PLD refines it downwards
     c = round_up(c)
     while cost(c) > epsilon: c = round_up(c * (1 + 1e-6))
     return c

@@ -129,26 +129,25 @@ def _increment_clip(d:int, alpha:float, L:float, D:float) -> tuple:
     return L1, tau2, 2 * L1 * D + tau2                    # mean increment ≤ L1·||z_t − z_{t−1}|| ≤ 2 L1 D, plus deviation τ2
 
 # %% ../nbs/planning/30_minimize.ipynb #030bc664
-def _zo_increment_bounds(d:int, L:float, D:float, alpha:float, directions:str) -> tuple:
-    "(V, b) of one zeroth-order increment term for `bernstein_m`: shared or independent directions at z_t and z_{t−1}."
+def _increment_term_bounds(d:int, L:float, D:float, alpha:float, directions:str, first_order:bool=False) -> tuple:
+    "(V, b) of one increment term at ||z_t − z_{t−1}|| ≤ 2D (bounds on E||X||² and ||X − EX||): shared or independent directions."
+    if first_order: return (4 * L**2 if directions == "shared" else 2 * L**2), 4 * L     # ||∇f(z+y) − ∇f(z'+y')|| ≤ 2L
     if directions == "shared": return (2 * d * L * D / alpha) ** 2, 4 * d * L * D / alpha
     return 2 * zo_term_variance(d, L), 4 * L * d
 
 def _klt_single_m(d, alpha, L, D, tau2, first_order, directions, clip_prob) -> tuple:
     "(C1, m) of KLT Alg. 3 / 5: the period-start clip bound and the m that makes both clips fire with probability ≤ γ."
-    if first_order:                                        # per-sample gradients clipped to C1 = L: sensitivity 2L/B1 (erratum: not L/B1)
-        V, b = (4 * L**2, 4 * L) if directions == "shared" else (2 * L**2, 4 * L)
-        return L, bernstein_m(V, b, tau2, clip_prob)
+    m2 = bernstein_m(*_increment_term_bounds(d, L, D, alpha, directions, first_order), tau2, clip_prob)
+    if first_order: return L, m2                           # per-sample gradients clipped to C1 = L: sensitivity 2L/B1 (erratum: not L/B1)
     m1 = bernstein_m(zo_term_variance(d, L), 2 * L * d, L, clip_prob)   # C1 = 2L: ||∇f_α|| ≤ L plus deviation τ1 = L
-    V, b = _zo_increment_bounds(d, L, D, alpha, directions)
-    return 2 * L, max(m1, bernstein_m(V, b, tau2, clip_prob))
+    return 2 * L, max(m1, m2)
 
 # %% ../nbs/planning/30_minimize.ipynb #1a900d77
-def _klt_single_G1(d, L, L1, D, m, period, sigma, first_order) -> float:
-    "G1 = √(L² + V̄), V̄ the oracle's variance bound of KLT Lemma 3.6 / 6.5 with explicit constants."
-    var1 = L**2 / period if first_order else (L**2 + L**2 * d**2 / m) / period
-    step = (2 * L**2 / m if first_order else 2 * L**2 * d**2 / m) + 4 * L1**2 * D**2
-    Vbar = var1 + (period - 1) * step + d * sigma**2 * tree_levels(period)     # Lemma 3.6 / 6.5, explicit constants
+def _klt_single_G1(d, alpha, L, L1, D, m, period, sigma, first_order, directions) -> float:
+    "G1 = √(L² + V̄), V̄ the variance bound of KLT Lemma 3.6 / 6.5 with explicit constants, for the m the run uses."
+    start = L**2 if first_order else L**2 + zo_term_variance(d, L) / m       # one sample's period-start estimate
+    step = 4 * L1**2 * D**2 + _increment_term_bounds(d, L, D, alpha, directions, first_order)[0] / m   # one increment (B2 = 1)
+    Vbar = start / period + (period - 1) * step + d * sigma**2 * tree_levels(period)
     return math.sqrt(L**2 + Vbar)
 
 # %% ../nbs/planning/30_minimize.ipynb #f8abf7b4
@@ -161,7 +160,7 @@ def _klt_single_params(n, d, epsilon, delta, alpha, L, Phi, first_order, account
     C1, m_theory = _klt_single_m(d, alpha, L, D, tau2, first_order, directions, clip_prob)
     m = min(m_theory, m_max) if m_max else m_theory
     sigma = calibrate_tree(epsilon, delta, max(2 * C1 / period, 2 * C2 / 1), period, accountant)
-    G1 = _klt_single_G1(d, L, L1, D, m, period, sigma, first_order)
+    G1 = _klt_single_G1(d, alpha, L, L1, D, m, period, sigma, first_order, directions)
     return (O2NCParams(T=T, D=D, M=M, eta=D / (G1 * math.sqrt(M)), period=period, B1=period, B2=1, m=m, sigma=sigma,
                        C1=C1, C2=C2, directions=directions), dict(G1=G1, m_theory=m_theory))
 
@@ -216,25 +215,37 @@ def _klt_multi_schedule(d, alpha, beta, L, Phi, c_D, c_T, max_steps) -> tuple:
     return T, D, M, period
 
 # %% ../nbs/planning/30_minimize.ipynb #8c20ff7b
+def _klt_multi_noise(n, d, epsilon, delta, alpha, D, T, period, C1, C2, accountant) -> tuple:
+    "(σ1, σ2) of KLT Thm. 4.1: the theorem's ratio σ1/σ2 = α/(D√(dΣ)), the common scale from the accountant (replace-one)."
+    from dpnotebooks.zo_oracles import klt_multi_releases
+    ratio = alpha / (D * math.sqrt(d * period))           # σ1 ∝ (L/n)√(T/Σ), σ2 ∝ (LD√d/(αn))√T
+    c = calibrate_ledger(klt_multi_releases(T, period, 2 * C1 / n, 2 * C2 / n, ratio, 1.0), epsilon, delta, accountant)
+    return c * ratio, c
+
+# %% ../nbs/planning/30_minimize.ipynb #b1da3703
 def _klt_multi_m(n, d, alpha, L, D, period, tau2, sigma1, sigma2, clip_prob, directions) -> int:
     "m of KLT Thm. 4.1 (variance), raised so that both clips fire with probability ≤ γ (Lemma 4.3 erratum)."
     m_var = math.ceil(L**2 * d * period / (n * sigma1**2) + L**2 * d / (n * sigma2**2))   # Thm. 4.1's m (variance)
-    V, b = _zo_increment_bounds(d, L, D, alpha, directions)
+    V, b = _increment_term_bounds(d, L, D, alpha, directions)
     return max(m_var, bernstein_m(zo_term_variance(d, L), 2 * L * d, L, clip_prob), bernstein_m(V, b, tau2, clip_prob))
 
+def _klt_multi_G1(n, d, alpha, L, D, m, period, sigma1, sigma2, directions) -> float:
+    "G1 = √(L² + V̄), V̄ the variance bound of KLT Lemma 4.4 with explicit constants, for the m the run uses."
+    directions_var = (zo_term_variance(d, L) + (period - 1) * _increment_term_bounds(d, L, D, alpha, directions)[0]) / (n * m)
+    return math.sqrt(L**2 + directions_var + d * (sigma1**2 + (period - 1) * sigma2**2))
+
 def _klt_multi_params(n, d, epsilon, delta, alpha, beta, L, Phi, accountant, c_D, c_T, clip_prob, directions, m_max, max_steps):
-    "(`O2NCParams`, what was derived) of KLT Thm. 4.1: schedule, clip bounds, the Gaussians' σ, m and η."
+    "(`O2NCParams`, what was derived) of KLT Thm. 4.1: schedule, clip bounds, the Gaussians' σ1 and σ2, m and η."
     T, D, M, period = _klt_multi_schedule(d, alpha, beta, L, Phi, c_D, c_T, max_steps)
     L1, tau2, C2 = _increment_clip(d, alpha, L, D)
     C1 = 2 * L
-    z = calibrate_gaussian(epsilon, delta, 1.0, T, accountant)        # one noise multiplier for all T releases
-    sigma1, sigma2 = z * 2 * C1 / n, z * 2 * C2 / n
+    sigma1, sigma2 = _klt_multi_noise(n, d, epsilon, delta, alpha, D, T, period, C1, C2, accountant)
     m_theory = _klt_multi_m(n, d, alpha, L, D, period, tau2, sigma1, sigma2, clip_prob, directions)
     m = min(m_theory, m_max) if m_max else m_theory
-    Vbar = L**2 * d**2 * (1 + 2 * (period - 1)) / (n * m) + d * (sigma1**2 + (period - 1) * sigma2**2)   # Lemma 4.4, explicit
-    G1 = math.sqrt(L**2 + Vbar)
-    return (O2NCParams(T=T, D=D, M=M, eta=D / (G1 * math.sqrt(M)), period=period, B1=n, B2=n, m=m, sigma=sigma1,
-                       sigma2=sigma2, C1=C1, C2=C2, directions=directions), dict(noise_multiplier=z, G1=G1, m_theory=m_theory))
+    G1 = _klt_multi_G1(n, d, alpha, L, D, m, period, sigma1, sigma2, directions)
+    return (O2NCParams(T=T, D=D, M=M, eta=D / (G1 * math.sqrt(M)), period=period, B1=n, B2=n, m=m, sigma=sigma1, sigma2=sigma2,
+                       C1=C1, C2=C2, directions=directions),
+            dict(noise_multipliers=(sigma1 * n / (2 * C1), sigma2 * n / (2 * C2)), G1=G1, m_theory=m_theory))
 
 # %% ../nbs/planning/30_minimize.ipynb #881b6950
 _KLT_MULTI_ERRATA = ("Thm. 4.1: D = αβ²/L² and T = ΦL²/(αβ³) (printed α², α² are typos)",
@@ -644,13 +655,22 @@ def _check_call(problem, diagnostics):
     check_loss(problem)                                   # shapes, on a zero batch: no data read, nothing spent
 
 # %% ../nbs/planning/30_minimize.ipynb #8febe0c9
-def _prepared(problem, algorithm:str, plan, x0, seed, secure:bool, accountant:str) -> tuple:
-    "(alg, rng, x0, ledger): the registry entry, the root RNG, the checked x0, and the planned ledger, checked against the budget."
+def _prepared(problem, algorithm:str, plan, x0, seed, secure:bool, accountant:str, max_seconds=None, replan=None) -> tuple:
+    "(alg, rng, x0, ledger): the registry entry, the root RNG, the checked x0, and the planned ledger, checked against the budget and the time limit."
     alg, rng = ALGORITHMS[algorithm], make_rng(seed, secure=secure)
     x0 = problem.x0 if x0 is None else _check_x0(x0, problem.dim)
     ledger = alg.planned(problem, plan) if alg.planned is not None else _nonprivate_ledger()
     if alg.private: check_budget(ledger, plan.epsilon, plan.delta, accountant)     # the one budget check: before any data is read
+    if max_seconds is not None:                                                     # and the one time check (35_cost), also before
+        from dpnotebooks.cost import check_time
+        check_time(problem, plan, max_seconds, replan)
     return alg, rng, x0, ledger
+
+def _replanner(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, overrides:dict):
+    "replan(n=, beta=): the same request planned for a subsample's size or a larger target (the time limit's suggestions)."
+    from dpnotebooks.cost import shaped
+    return lambda n=None, beta=beta: plan_run(shaped(problem, n or len(problem.data)), algorithm, epsilon, delta, alpha, beta,
+                                              accountant, Phi, **overrides)
 
 # %% ../nbs/planning/30_minimize.ipynb #3c07999c
 def _host(v):
@@ -687,13 +707,15 @@ def minimize(problem, # a `Problem` with its data
              resume:bool=False, # continue the run saved at `checkpoint` (same problem, data and arguments; refused otherwise)
              checkpoint_info:dict|None=None, # plain data stored in the checkpoint for the caller (`dpnb run` stores its request)
              diagnostics:str|None=None, # 'nonprivate': also return exact clip and non-finite counts on the private data (NOT private)
+             max_seconds:float|None=None, # refuse, before any data is read, a plan estimated to take longer here (`check_time`, 35_cost); None: no limit
              **overrides, # recipe constants (c_D, clip_prob, directions, …) or fields of the algorithm's record (T, m, sigma, …)
             ) -> Result:
     "Plan, price, refuse or run a registered algorithm; returns a `Result` with the point and its privacy report."
     t0 = time.perf_counter()
     _check_call(problem, diagnostics)
     plan = plan_run(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, **overrides)
-    alg, rng, x0, ledger = _prepared(problem, algorithm, plan, x0, seed, secure, accountant)
+    alg, rng, x0, ledger = _prepared(problem, algorithm, plan, x0, seed, secure, accountant, max_seconds,
+                                     _replanner(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, overrides))
     ck, rng = _checkpointer(problem, algorithm, plan, x0, seed, rng, checkpoint, checkpoint_every, resume, checkpoint_info)
     out = _run(alg, problem, plan, rng, x0, progress, ck, ledger)
     return _diagnostics(_result(out, ledger, plan, alg, rng, seed, accountant, delta, ck, t0), diagnostics, algorithm, problem.L)

@@ -29,14 +29,14 @@ class Decision(NamedTuple):
 
 DECISIONS = [
     Decision("nonsmooth", "zeroth", "single", "goldstein", "klt-single-pass", "KLT Thm 3.1: √d better than ZTC in both terms"),
-    Decision("nonsmooth", "zeroth", "single", "goldstein", "ztc", "ZTC Thm 4.9: the earlier rate, tree per period; for comparison"),
+    Decision("nonsmooth", "zeroth", "single", "goldstein", "ztc", "ZTC Thm 4.9: the earlier rate (privacy ρ: (a, aρ²/2)-RDP), tree per period; for comparison"),
     Decision("nonsmooth", "first", "single", "goldstein", "klt-first-order", "KLT Thm 6.1: same rate, exact gradients, cheaper per sample"),
-    Decision("nonsmooth", "zeroth", "multi", "goldstein", "klt-multi-pass", "KLT Thm 4.1: ERM with d^{3/4} dimension dependence"),
+    Decision("nonsmooth", "zeroth", "multi", "goldstein", "klt-multi-pass", "KLT Thm 4.1: ERM with d^{3/4} dimension dependence; population adds L²d/β² (Remark 4.2)"),
     Decision("smooth", "first", "multi", "first", "abggmu-spider", "ABGGMU Thm 1: (√d/nε)^{2/3} on the empirical gradient"),
     Decision("smooth", "first", "single", "first", "abggmu-tree-spider", "ABGGMU Thm 4: n^{-1/3} + (√d/nε)^{1/2} on the population gradient"),
     Decision("smooth", "first", "multi", "first", "abggmu-convex", "ABGGMU Thm 5: convex losses, optimal population rate"),
-    Decision("smooth", "first", "multi", "first", "abggmu-glm", "ABGGMU Cor 1: GLMs, dimension replaced by a public rank bound"),
-    Decision("smooth", "second", "single", "second", "lt-sosp", "LT Thm 3.17: α-SOSP at the FOSP rate, escapes strict saddles"),
+    Decision("smooth", "first", "multi", "first", "abggmu-glm", "ABGGMU Cor 1: GLMs, population gradient, dimension replaced by a public rank bound"),
+    Decision("smooth", "second", "single", "second", "lt-sosp", "LT Thm 3.17: α-SOSP, escapes strict saddles (the claimed FOSP rate is not established, erratum E1)"),
 ]
 
 # %% ../nbs/planning/71_which_algorithm.ipynb #ff30c2ec
@@ -68,17 +68,22 @@ def decision_markdown(rows=None) -> str:
 
 # %% ../nbs/planning/71_which_algorithm.ipynb #9d497ea4
 class RateRow(NamedTuple):
-    "One row of the rate table: a method, its setting, its rate as the note prints it, and how to get n from it."
-    method: str         # the paper and theorem
-    target: str         # 'goldstein' (α, β), 'gradient' (||∇F|| ≤ β) or 'sosp' (α-SOSP with α = β)
-    setting: str        # 'population', 'ERM' or 'both'
+    "One row of the rate table: a theorem, the notion it bounds, its setting and privacy notion, its rate, and how to get n from it."
+    method: str         # the paper and theorem, short
+    target: str         # panel: 'goldstein' (α, β), 'goldstein-cw' (component-wise, weaker), 'gradient' (||∇F|| ≤ β) or 'sosp'
+    setting: str        # 'population', 'ERM' or 'both' (a single-pass population bound also holds for the empirical distribution)
     oracle: str         # 'zeroth', 'first' or 'second'
     private: bool
     bound: str          # 'upper' or 'lower'
-    rate: str           # the rate or sample complexity as printed in the note (constants and logs dropped)
+    rate: str           # the rate or sample complexity (constants and logs dropped), in the paper's privacy parameter
     source: str         # the note and section the row comes from
     samples: Callable   # (d, epsilon, delta, alpha, beta) -> n (math.inf when no n reaches the target)
-    algorithm: str|None = None   # the registry name when the row is implemented here
+    algorithm: str|None = None   # the registry name when n is that recipe's own n_required
+    notion: str = ""    # exactly what is bounded (which function, which radius, in expectation or w.h.p.)
+    cite: str = ""      # paper and theorem (or where the paper cites the prior work)
+    privacy: str = ""   # the privacy notion as the paper states it
+    assumptions: str = ""   # beyond Lipschitz (and smooth, for the smooth rows) losses and F(x0) − inf F ≤ Φ
+    erratum: str = ""   # the note's erratum that applies to the row, if any
 
 # %% ../nbs/planning/71_which_algorithm.ipynb #e7f58a47
 def recipe_samples(algorithm:str, # a registered algorithm
@@ -117,94 +122,126 @@ def _by_recipe(algorithm, sosp=False, **constants):
 # %% ../nbs/planning/71_which_algorithm.ipynb #7f9ff061
 _K, _Z, _A, _L = "klt-nsnc.md §6", "ztc-zeroth-order.md §7", "abggmu-stationary.md §7", "lt-sosp.md §6"
 _x = lambda n, d, e: math.sqrt(d) / (n * e)
+_DP, _NONE = "(ε, δ)-DP", "none"
+_RDP = "(a, aρ²/2)-RDP for all a > 1 (= ρ²/2-zCDP); n at ρ = ztc_rho(ε, δ)"
+_G2, _G2_ERM = "Goldstein (2α, β) of F: E‖∂̄_{2α}F(x)‖ ≤ β", "Goldstein (2α, β) of F̂: E‖∂̄_{2α}F̂(x)‖ ≤ β"
 
 def _klt_rows() -> list:
-    "Nonsmooth, Goldstein (α, β): KLT's theorems (the implemented ones through their recipes)."
-    R = RateRow
+    "Nonsmooth: KLT (001)'s theorems (the implemented ones through their recipes), 000's superseded rate, App. B's weaker notion."
+    R, multi = RateRow, _by_recipe("klt-multi-pass", max_steps=None)
     return [
-        R("KLT (001) Thm 3.1, single pass", "goldstein", "both", "zeroth", True, "upper", "√d/(αβ³) + d/(εαβ²)",
-          f"{_K}, row KLT (001) Thm 3.1 / 6.1", _by_recipe("klt-single-pass"), "klt-single-pass"),
-        R("KLT (001) Thm 6.1, first order", "goldstein", "both", "first", True, "upper", "√d/(αβ³) + d/(εαβ²)",
-          f"{_K}, row KLT (001) Thm 3.1 / 6.1", _by_recipe("klt-first-order"), "klt-first-order"),
-        R("KLT Thm 4.1, multi pass", "goldstein", "ERM", "zeroth", True, "upper", "d^{3/4}/(εα^{1/2}β^{3/2})",
-          f"{_K}, row KLT Thm 4.1", _by_recipe("klt-multi-pass", max_steps=None), "klt-multi-pass"),
-        R("KLT (000) Thm 3.1 [superseded]", "goldstein", "both", "zeroth", True, "upper",
-          "1/(αβ³) + d/(εαβ²) + d^{3/4}/(ε^{1/2}αβ^{5/2})", f"{_K}, row KLT v1 (000)",
-          _by_count(lambda d, e, dl, a, b: 1 / (a * b**3) + d / (e * a * b**2) + d**0.75 / (e**0.5 * a * b**2.5))),
-        R("KLT App. C Thm C.5 (exponential time)", "goldstein", "ERM", "zeroth", True, "upper", "d^{2/3}/(εα^{1/3}β)",
-          f"{_K}, row KLT App. C/B", _by_count(lambda d, e, dl, a, b: d ** (2 / 3) / (e * a ** (1 / 3) * b))),
+        R("KLT (001) Thm 3.1, single pass", "goldstein", "both", "zeroth", True, "upper", "√d/(αβ³) + d/(εαβ²)", f"{_K}, row KLT (001) Thm 3.1 / 6.1",
+          _by_recipe("klt-single-pass"), "klt-single-pass", _G2, "KLT (001) Thm 3.1", _DP),
+        R("KLT (001) Thm 6.1, first order", "goldstein", "both", "first", True, "upper", "√d/(αβ³) + d/(εαβ²)", f"{_K}, row KLT (001) Thm 3.1 / 6.1",
+          _by_recipe("klt-first-order"), "klt-first-order", _G2, "KLT (001) Thm 6.1", _DP),
+        R("KLT (001) Thm 4.1, multi pass", "goldstein", "ERM", "zeroth", True, "upper", "d^{3/4}/(εα^{1/2}β^{3/2})", f"{_K}, row KLT Thm 4.1",
+          multi, "klt-multi-pass", _G2_ERM, "KLT (001) Thm 4.1", _DP, erratum="D = αβ²/L², T = ΦL²/(αβ³) (printed α²)"),
+        R("KLT (001) Thm 4.1 + Remark 4.2, multi pass, population", "goldstein", "population", "zeroth", True, "upper",
+          "d/β² + d^{3/4}/(εα^{1/2}β^{3/2})", f"{_K}, row KLT Thm 4.1 (+ Prop 5.1)", lambda d, e, dl, a, b: multi(d, e, dl, a, b) + d / b**2,
+          None, _G2, "KLT (001) Thm 4.1 + Remark 4.2 (Prop 5.1: + L√(d/n))", _DP, "output in a set of diameter R (log R)",
+          "D = αβ²/L², T = ΦL²/(αβ³) (printed α²)"),
+        R("KLT (000) Thm 3.1 [superseded]", "goldstein", "both", "zeroth", True, "upper", "1/(αβ³) + d/(εαβ²) + d^{3/4}/(ε^{1/2}αβ^{5/2})",
+          f"{_K}, row KLT v1 (000)", _by_count(lambda d, e, dl, a, b: 1 / (a * b**3) + d / (e * a * b**2) + d**0.75 / (e**0.5 * a * b**2.5)),
+          None, _G2, "KLT (000) Thm 3.1", _DP, erratum="miscalculated (001's acknowledgements); superseded by 001 Thm 3.1"),
+        R("KLT (001) Thm B.5 (000: Thm C.5), exponential time", "goldstein-cw", "ERM", "zeroth", True, "upper", "R^{1/3}d^{2/3}/(εα^{1/3}β)",
+          f"{_K}, row KLT App. C/B", _by_count(lambda d, e, dl, a, b: d ** (2 / 3) / (e * a ** (1 / 3) * b)), None,
+          "component-wise Goldstein (α, β) of F̂ (Def. B.1), in expectation: weaker than Goldstein", "KLT (001) Thm B.5 (Def. B.1, Prop. B.4)",
+          _DP, "dist(x0, argmin F̂) ≤ R (R = 1 here); Lasry–Lions smoothing, exponential time"),
     ]
 
 # %% ../nbs/planning/71_which_algorithm.ipynb #045bdcb6
+_G1 = "Goldstein (α, β) of F"
+
 def _o2nc_rows() -> list:
-    "Nonsmooth, Goldstein (α, β): ZTC, its naive baseline, and prior (mostly non-private) methods."
-    R = RateRow
+    "Nonsmooth, Goldstein: ZTC (privacy parameter ρ), its naive baseline, and prior (mostly non-private) methods."
+    R, cited = RateRow, lambda who: f"{who}, as cited in ZTC §1"
     return [
-        R("ZTC Thm 4.9 (Zhang, Tran, Cutkosky 2024)", "goldstein", "both", "zeroth", True, "upper", "d/(αβ³) + d^{3/2}/(εαβ²)",
-          f"{_Z}, row THIS PAPER; {_K}, row Zhang, Tran, Cutkosky", _by_recipe("ztc"), "ztc"),
-        R("ZTC App. E, naive private O2NC", "goldstein", "both", "zeroth", True, "upper", "d/(αβ³) + d^{3/2}/(ραβ³)",
-          f"{_Z}, row Naive private O2NC", _by_recipe("ztc-naive"), "ztc-naive"),
-        R("Kornowski & Shamir 2023, O2NC + two-point", "goldstein", "both", "zeroth", False, "upper", "d/(αβ³)",
-          f"{_Z}, row Kornowski & Shamir 2023", _by_recipe("o2nc-nonprivate"), "o2nc-nonprivate"),
+        R("ZTC Thm 4.9 (Zhang, Tran, Cutkosky 2024)", "goldstein", "both", "zeroth", True, "upper", "d/(αβ³) + d^{3/2}/(ραβ²)",
+          f"{_Z}, row THIS PAPER; {_K}, row Zhang, Tran, Cutkosky", _by_recipe("ztc"), "ztc", _G2, "ZTC Thm 4.9 (paper's (δ, ε) = (α, β))",
+          _RDP, erratum="T = max(T1, T2), not the printed min; ⌊log₂T⌋+1 tree levels, not 2 ln T (Cor. 4.4)"),
+        R("ZTC App. E, naive private O2NC", "goldstein", "both", "zeroth", True, "upper", "d/(αβ³) + d^{3/2}/(ραβ³)", f"{_Z}, row Naive private O2NC",
+          _by_recipe("ztc-naive"), "ztc-naive", _G2, "ZTC App. E (Alg. 6)", _RDP,
+          erratum="the printed B = 1 gives d³/(ρ²αβ³); the rate needs B ≈ d^{3/2}/ρ (the recipe's); σ for sensitivity 2dL/B"),
+        R("Kornowski & Shamir 2023, O2NC + two-point", "goldstein", "both", "zeroth", False, "upper", "d/(αβ³)", f"{_Z}, row Kornowski & Shamir 2023",
+          _by_recipe("o2nc-nonprivate"), "o2nc-nonprivate", _G2, cited("Kornowski & Shamir 2023"), _NONE),
         R("Cutkosky, Mehta, Orabona 2023, O2NC", "goldstein", "both", "first", False, "upper", "1/(αβ³) (optimal)",
-          f"{_Z}, row Cutkosky, Mehta, Orabona 2023", _by_count(lambda d, e, dl, a, b: 1 / (a * b**3))),
-        R("Chen, Xu, Luo 2023, GFM+", "goldstein", "both", "zeroth", False, "upper", "d^{3/2}/(αβ³)",
-          f"{_Z}, row Chen, Xu, Luo 2023", _by_count(lambda d, e, dl, a, b: d**1.5 / (a * b**3))),
-        R("Lin, Zheng, Jordan 2022, GFM", "goldstein", "both", "zeroth", False, "upper", "d^{3/2}/β⁴ + d^{3/2}/(αβ⁴)",
-          f"{_Z}, row Lin, Zheng, Jordan 2022", _by_count(lambda d, e, dl, a, b: d**1.5 / b**4 + d**1.5 / (a * b**4))),
-        R("Zhang et al. 2020, INGD", "goldstein", "both", "first", False, "upper", "1/(αβ⁴)",
-          f"{_Z}, row Zhang et al. 2020", _by_count(lambda d, e, dl, a, b: 1 / (a * b**4))),
+          f"{_Z}, row Cutkosky, Mehta, Orabona 2023", _by_count(lambda d, e, dl, a, b: 1 / (a * b**3)), None, _G1,
+          cited("Cutkosky, Mehta, Orabona 2023"), _NONE),
+        R("Chen, Xu, Luo 2023, GFM+", "goldstein", "both", "zeroth", False, "upper", "d^{3/2}/(αβ³)", f"{_Z}, row Chen, Xu, Luo 2023",
+          _by_count(lambda d, e, dl, a, b: d**1.5 / (a * b**3)), None, _G1, cited("Chen, Xu, Luo 2023"), _NONE),
+        R("Lin, Zheng, Jordan 2022, GFM", "goldstein", "both", "zeroth", False, "upper", "d^{3/2}/β⁴ + d^{3/2}/(αβ⁴)", f"{_Z}, row Lin, Zheng, Jordan 2022",
+          _by_count(lambda d, e, dl, a, b: d**1.5 / b**4 + d**1.5 / (a * b**4)), None, _G1, "Lin, Zheng, Jordan 2022 (rate from Chen et al. 2023)", _NONE),
+        R("Zhang et al. 2020, INGD", "goldstein", "both", "first", False, "upper", "1/(αβ⁴)", f"{_Z}, row Zhang et al. 2020",
+          _by_count(lambda d, e, dl, a, b: 1 / (a * b**4)), None, _G1, "Zhang et al. 2020 (rate from Chen et al. 2023)", _NONE),
     ]
 
 # %% ../nbs/planning/71_which_algorithm.ipynb #e071480b
+_GH, _GP = "‖∇F̂(w)‖ ≤ β (empirical gradient), in expectation", "‖∇F(w)‖ ≤ β (population gradient)"
+
 def _gradient_nonconvex_rows() -> list:
-    "Smooth, ||∇F|| ≤ β, nonconvex: ABGGMU Thm 1 and 4 against prior work and lower bounds."
-    R = RateRow
+    "Smooth, gradient norm, nonconvex: ABGGMU Thm 1 and 4 against prior work and lower bounds."
+    R, cited = RateRow, lambda who: f"{who}, as cited in ABGGMU §1"
     return [
-        R("ABGGMU Thm 1, private SpiderBoost", "gradient", "ERM", "first", True, "upper", "x^{2/3}",
-          f"{_A}, row Nonconvex, empirical", _by_recipe("abggmu-spider"), "abggmu-spider"),
-        R("Wang, Ye, Xu 2017 (WYX17)", "gradient", "ERM", "first", True, "upper", "x^{1/2}",
-          f"{_A}, row Nonconvex, empirical (prior best)", _by_rate(lambda n, d, e, dl, a: _x(n, d, e) ** 0.5)),
-        R("Tran & Cutkosky 2022", "gradient", "ERM", "first", True, "upper", "x^{2/3} + 1/√n",
-          f"{_A}, row same (concurrent)", _by_rate(lambda n, d, e, dl, a: _x(n, d, e) ** (2 / 3) + n**-0.5)),
-        R("ABGGMU Thm 2", "gradient", "ERM", "first", True, "lower", "√(d log(1/δ))/(nε)",
-          f"{_A}, row Nonconvex, empirical (LB)", _by_count(lambda d, e, dl, a, b: math.sqrt(d * math.log(1 / dl)) / (e * b))),
+        R("ABGGMU Thm 1, private SpiderBoost", "gradient", "ERM", "first", True, "upper", "x^{2/3}", f"{_A}, row Nonconvex, empirical",
+          _by_recipe("abggmu-spider"), "abggmu-spider", _GH, "ABGGMU Thm 1 [ICML 4.2] / Thm 9", _DP, "n ≥ Thm 9's minimum"),
+        R("Wang, Ye, Xu 2017 (WYX17)", "gradient", "ERM", "first", True, "upper", "x^{1/2}", f"{_A}, row Nonconvex, empirical (prior best)",
+          _by_rate(lambda n, d, e, dl, a: _x(n, d, e) ** 0.5), None, _GH, cited("WYX17"), _DP),
+        R("Tran & Cutkosky 2022", "gradient", "ERM", "first", True, "upper", "x^{2/3} + 1/√n", f"{_A}, row same (concurrent)",
+          _by_rate(lambda n, d, e, dl, a: _x(n, d, e) ** (2 / 3) + n**-0.5), None, _GH, "Tran & Cutkosky 2022, as cited in ABGGMU (ICML) §1", _DP),
+        R("ABGGMU Thm 2", "gradient", "ERM", "first", True, "lower", "√(d log(1/δ))/(nε)", f"{_A}, row Nonconvex, empirical (LB)",
+          _by_count(lambda d, e, dl, a, b: math.sqrt(d * math.log(1 / dl)) / (e * b)), None, "‖∇F̂(w)‖ for every (ε, δ)-DP algorithm",
+          "ABGGMU Thm 2 [ICML 4.3]", _DP, "a convex instance; 2^{−Ω(n)} ≤ δ ≤ n^{−1−Ω(1)}"),
         R("ABGGMU Thm 4, tree-based private Spider", "gradient", "population", "first", True, "upper", "n^{-1/3} + x^{1/2}",
-          f"{_A}, row Nonconvex, population; {_L}, row Arora et al. 2023", _by_recipe("abggmu-tree-spider"), "abggmu-tree-spider"),
-        R("ZCH+20", "gradient", "population", "first", True, "upper", "√d·ε + x^{1/2}",
-          f"{_A}, row Nonconvex, population (prior)", _by_rate(lambda n, d, e, dl, a: math.sqrt(d) * e + _x(n, d, e) ** 0.5)),
-        R("Arjevani et al. (ACD+19), non-private", "gradient", "population", "first", False, "lower", "n^{-1/3}",
-          f"{_A}, row Non-private stochastic oracle LB", _by_count(lambda d, e, dl, a, b: b**-3)),
+          f"{_A}, row Nonconvex, population; {_L}, row Arora et al. 2023", _by_recipe("abggmu-tree-spider"), "abggmu-tree-spider",
+          _GP + ", w.p. 1 − p", "ABGGMU Thm 4 [ICML 3.2]", _DP),
+        R("ZCH+20", "gradient", "population", "first", True, "upper", "√d·ε + x^{1/2}", f"{_A}, row Nonconvex, population (prior)",
+          _by_rate(lambda n, d, e, dl, a: math.sqrt(d) * e + _x(n, d, e) ** 0.5), None, _GP, cited("ZCH+20"), _DP,
+          erratum="the √d·ε term ZCH+20 omit (ABGGMU §1; note erratum 10)"),
+        R("Arjevani et al. (ACD+19), non-private", "gradient", "population", "first", False, "lower", "n^{-1/3}", f"{_A}, row Non-private stochastic oracle LB",
+          _by_count(lambda d, e, dl, a, b: b**-3), None, _GP + " for every stochastic-gradient method", cited("ACD+19"), _NONE, "d = Ω(1/β⁴)"),
     ]
 
 # %% ../nbs/planning/71_which_algorithm.ipynb #2484de6d
 def _gradient_convex_glm_rows(rank:int) -> list:
-    "Smooth, ||∇F|| ≤ β: ABGGMU Thm 5 (convex) and Cor. 1 (GLM with a public rank bound)."
+    "Smooth, population gradient norm: ABGGMU Thm 5 (convex) and Cor. 1 (GLM with a public rank bound)."
     R = RateRow
     return [
-        R("ABGGMU Thm 5, convex", "gradient", "population", "first", True, "upper", "1/√n + √d/(nε) (optimal)",
-          f"{_A}, row Convex, population", _by_recipe("abggmu-convex"), "abggmu-convex"),
-        R(f"ABGGMU Cor 1, GLM (rank {rank})", "gradient", "ERM", "first", True, "upper", "(√rank/(nε))^{2/3} (+ 1/√n)",
-          f"{_A}, row Nonconvex GLM", _by_recipe("abggmu-glm", rank=rank), "abggmu-glm"),
+        R("ABGGMU Thm 5, convex", "gradient", "population", "first", True, "upper", "1/√n + √d/(nε) (optimal)", f"{_A}, row Convex, population",
+          _by_recipe("abggmu-convex"), "abggmu-convex", _GP + ", in expectation", "ABGGMU Thm 5 [ICML 5.1]", _DP, "convex losses"),
+        R(f"ABGGMU Cor 1, GLM (rank {rank})", "gradient", "population", "first", True, "upper", "1/√n + (√rank/(nε))^{2/3}",
+          f"{_A}, row Nonconvex GLM, population", _by_recipe("abggmu-glm", rank=rank), "abggmu-glm",
+          _GP + ", in expectation: uniform convergence (1/√n) + Thm 1 in dimension k ≈ rank", "ABGGMU Cor 1 [ICML 6.2] (Thm 6 over Thm 1)",
+          _DP, "GLM, ‖x‖ ≤ ‖X‖, a PUBLIC bound on rank(X)", "rank branch only: the (nε)^{−2/5} branch rests on a false step (note erratum 9)"),
     ]
 
 # %% ../nbs/planning/71_which_algorithm.ipynb #2ce6952f
+_SOSP = "α-SOSP of F_P: ‖∇F‖ ≤ α and λ_min(∇²F) ≥ −√(ρα)"
+_LT = _SOSP + ", at one of the outputs, w.h.p."
+_E1 = "E1: the printed τ = α^{3/2}/(M√ρ) < 1 refreshes the Hessian after every escape, so Lemma 3.15 gives only n^{-2/7} + x^{2/5}"
+
 def _sosp_rows() -> list:
-    "Smooth, α-SOSP (α = β): LT Thm 3.17 (recipe and rate) and prior work."
-    R = RateRow
+    "Smooth, α-SOSP (α = β): LT Thm 3.17 as run (τ = 1) and as claimed, and prior work."
+    R, cited = RateRow, lambda who: f"{who}, as cited in LT §1"
+    tau1 = lambda n, d, e, dl, a: n ** (-2 / 7) + _x(n, d, e) ** 0.4
     return [
-        R("LT Thm 3.17, adaptive batches (recipe, calibrated)", "sosp", "population", "second", True, "upper", "n^{-1/3} + x^{1/2}",
-          f"{_L}, row this paper (Thm 3.17)", _by_recipe("lt-sosp", sosp=True, M=1.0, rho=1.0), "lt-sosp"),
-        R("LT Thm 3.17 (the note's rate, constants 1)", "sosp", "population", "second", True, "upper", "n^{-1/3} + x^{1/2}",
-          f"{_L}, row this paper (Thm 3.17)", _by_rate(lambda n, d, e, dl, a: n ** (-1 / 3) + _x(n, d, e) ** 0.5)),
-        R("Ganesh et al. 2023", "sosp", "population", "second", True, "upper", "n^{-1/3} + x^{3/7}",
-          f"{_L}, row Ganesh et al. 2023", _by_rate(lambda n, d, e, dl, a: n ** (-1 / 3) + _x(n, d, e) ** (3 / 7))),
-        R("Tao et al. 2025", "sosp", "population", "second", True, "upper", "n^{-1/3} + x^{2/5}",
-          f"{_L}, row Tao et al. 2025", _by_rate(lambda n, d, e, dl, a: n ** (-1 / 3) + _x(n, d, e) ** 0.4)),
-        R("Ganesh et al. 2023, ERM", "sosp", "ERM", "second", True, "upper", "x^{2/3}",
-          f"{_L}, row ERM Ganesh et al. 2023", _by_rate(lambda n, d, e, dl, a: _x(n, d, e) ** (2 / 3))),
-        R("LT App. C, population via ERM", "sosp", "population", "second", True, "upper", "√(d/n) + x^{2/3}",
-          f"{_L}, row population via ERM", _by_rate(lambda n, d, e, dl, a: math.sqrt(d / n) + _x(n, d, e) ** (2 / 3))),
+        R("LT Thm 3.17, adaptive batches, τ = 1 (recipe, calibrated)", "sosp", "population", "second", True, "upper", "n^{-2/7} + x^{2/5}",
+          f"{_L}, row this paper (Thm 3.17); lt-sosp.md §7 E1", _by_recipe("lt-sosp", sosp=True, M=1.0, rho=1.0), "lt-sosp",
+          _LT + " (returned: the first anchor whose escape failed, note §2.7)", "LT Thm 3.17 with Lemma 3.15's worst case at τ = 1", _DP, erratum=_E1),
+        R("LT Thm 3.17 at τ = 1 (E1's rate, constants 1)", "sosp", "population", "second", True, "upper", "n^{-2/7} + x^{2/5}",
+          f"{_L}, row this paper (Thm 3.17); lt-sosp.md §7 E1", _by_rate(tau1), None, _LT, "LT Thm 3.17 / Lemma 3.15 with τ = 1", _DP, erratum=_E1),
+        R("LT Thm 3.17 as claimed (Remark 3.18, constants 1)", "sosp", "population", "second", True, "upper", "n^{-1/3} + x^{1/2} (claimed)",
+          f"{_L}, row this paper (Thm 3.17)", _by_rate(lambda n, d, e, dl, a: n ** (-1 / 3) + _x(n, d, e) ** 0.5), None, _LT,
+          "LT Thm 3.17 / Remark 3.18", _DP, erratum="not established by the printed τ < 1 (E1); the note's τ ≍ 1/√α repair is unproven"),
+        R("Ganesh et al. 2023", "sosp", "population", "second", True, "upper", "n^{-1/3} + x^{3/7}", f"{_L}, row Ganesh et al. 2023",
+          _by_rate(lambda n, d, e, dl, a: n ** (-1 / 3) + _x(n, d, e) ** (3 / 7)), None, _SOSP + " (claimed; LT §3.2 disputes it)",
+          cited("Ganesh et al. 2023"), _DP),
+        R("Tao et al. 2025", "sosp", "population", "second", True, "upper", "n^{-1/3} + x^{2/5}", f"{_L}, row Tao et al. 2025",
+          _by_rate(lambda n, d, e, dl, a: n ** (-1 / 3) + _x(n, d, e) ** 0.4), None, _SOSP, cited("Tao et al. 2025"), _DP),
+        R("Ganesh et al. 2023, ERM", "sosp", "ERM", "second", True, "upper", "x^{2/3}", f"{_L}, row ERM Ganesh et al. 2023",
+          _by_rate(lambda n, d, e, dl, a: _x(n, d, e) ** (2 / 3)), None, "α-SOSP of F_D (empirical)", "Ganesh et al. 2023, as cited in LT App. C", _DP),
+        R("LT App. C, population via ERM", "sosp", "population", "second", True, "upper", "√(d/n) + x^{2/3}", f"{_L}, row population via ERM",
+          _by_rate(lambda n, d, e, dl, a: math.sqrt(d / n) + _x(n, d, e) ** (2 / 3)), None, _SOSP, "LT Thm C.1 + Ganesh et al.'s ERM rate", _DP,
+          "domain of diameter R (Thm C.1)", "E11: √(d/n), printed √d/n"),
     ]
 
 # %% ../nbs/planning/71_which_algorithm.ipynb #4f87ee3d
@@ -229,15 +266,17 @@ def rate_table(d:int=100, epsilon:float=1.0, delta:float=1e-6,
 # %% ../nbs/planning/71_which_algorithm.ipynb #b46c801d
 def _fmt_n(n): return "∞" if not math.isfinite(n) else (f"{n:.0f}" if n < 1e5 else f"{n:.2e}")
 
+def _md_line(r:dict) -> str:
+    "One `rate_table` row as a Markdown table line."
+    notes = "; ".join(x for x in (r["assumptions"], r["erratum"] and "erratum: " + r["erratum"]) if x) or "—"
+    return (f"| {r['method']}{' (lower bound)' if r['bound'] == 'lower' else ''} | {r['notion']} | {r['setting']} | {r['oracle']} | "
+            f"{r['privacy']} | {r['rate']} | {_fmt_n(r['samples'])} | {('`' + r['algorithm'] + '`') if r['algorithm'] else '—'} | "
+            f"{r['cite']} ({r['source']}) | {notes} |")
+
 def rate_markdown(table:list) -> str:
-    "A `rate_table` as Markdown, grouped by target."
-    head = ("| method | target | setting | oracle | private | rate (note) | n | here | source |\n"
-            "|---|---|---|---|---|---|---|---|---|\n")
-    name = dict(goldstein="Goldstein (α, β)", gradient="‖∇F‖ ≤ β", sosp="α-SOSP")
-    return head + "\n".join(
-        f"| {r['method']}{' (lower bound)' if r['bound'] == 'lower' else ''} | {name[r['target']]} | {r['setting']} | {r['oracle']} | "
-        f"{'yes' if r['private'] else 'no'} | {r['rate']} | {_fmt_n(r['samples'])} | {('`' + r['algorithm'] + '`') if r['algorithm'] else '—'} "
-        f"| {r['source']} |" for r in table)
+    "A `rate_table` as Markdown: each row's theorem, the notion it bounds, its setting, privacy notion, rate, n and caveats."
+    head = "| method | bounds | setting | oracle | privacy | rate | n | here | cite (note) | assumptions; erratum |\n" + "|---" * 10 + "|\n"
+    return head + "\n".join(_md_line(r) for r in table)
 
 # %% ../nbs/planning/71_which_algorithm.ipynb #0a1032e0
 def required_n_grid(over:str="d", # 'd' or 'epsilon'
@@ -261,7 +300,8 @@ def plot_required_n(grid:dict, axes=None):
         for i, r in enumerate(x for x in grid["rows"] if x["target"] == target):
             y = np.array(r["samples"], float); y[~np.isfinite(y)] = np.nan
             style = "-o" if r["algorithm"] else (":" if r["bound"] == "lower" else "--")
-            ax.loglog(grid["values"], y, style, ms=3, lw=1.2, label=r["algorithm"] or r["method"], color=f"C{i % 10}")
+            name = (r["algorithm"] or r["method"]) + ("" if r["setting"] == "both" else f" [{r['setting']}]")
+            ax.loglog(grid["values"], y, style, ms=3, lw=1.2, label=name, color=f"C{i % 10}")
         ax.set_title(titles[target], fontsize=9); ax.set_xlabel("d" if grid["over"] == "d" else "ε"); ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=6)
     axes[0].set_ylabel("samples n")

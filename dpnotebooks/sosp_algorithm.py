@@ -86,13 +86,13 @@ def _sosp_errata(tau:int) -> tuple:
             "tree: binary decomposition, a fresh tree at every refresh (E3, §2.2 (a))",
             f"τ_eff = {tau} ≥ 1 (E1)", "output: the first anchor whose escape failed (§2.7, missing in the paper)")
 
-def _sosp_plan(p:SOSPParams, n, d, epsilon, delta, L, Phi, M, rho, tau, private, accountant, need, chosen, n_min) -> Plan:
-    "The lt-sosp (or lt-sosp-nonprivate: ε = ∞, δ = 0) `Plan` around the calibrated `p`."
+def _sosp_plan(p:SOSPParams, n, d, epsilon, delta, L, Phi, tau, private, accountant, need, chosen, n_min, rate) -> Plan:
+    "The lt-sosp (or lt-sosp-nonprivate: ε = ∞, δ = 0) `Plan` around the calibrated `p`; `rate`: the α this schedule affords at n."
     return Plan(algorithm="lt-sosp" if private else "lt-sosp-nonprivate",
                 theorem="LT Thm 3.17 (Alg. 3 + Alg. 4 oracles + Alg. 2 escape), note §2.9", n=int(n), d=int(d),
                 epsilon=float(epsilon) if private else math.inf, delta=float(delta) if private else 0.0, alpha=p.alpha,
                 beta=p.alpha, L=float(L), Phi=float(Phi), params=p,
-                rate=lt_sosp_rate(n, d, epsilon if private else math.inf, Phi, L, M, rho), n_required=need, beta_chosen=chosen,
+                rate=rate, n_required=need, beta_chosen=chosen,
                 accountant=accountant, errata=_sosp_errata(tau), derivation=dict(n_min=n_min))
 
 # %% ../nbs/planning/33_sosp_algorithm.ipynb #f17274ae
@@ -116,7 +116,8 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
     target, chosen = _sosp_alpha(alpha if alpha is not None else beta, n, make, a_max)
     p = make(check_positive("alpha", target))
     need, n_min = _sosp_sizes(p, n, target, chosen, make, a_max)
-    return _sosp_plan(p, n, d, epsilon, delta, L, Phi, M, rho, tau, private, accountant, need, chosen, n_min)
+    rate = target if chosen else lt_sosp_alpha_for(int(n), make, a_max)   # the run's own worst case, not Remark 3.18's claim (E1)
+    return _sosp_plan(p, n, d, epsilon, delta, L, Phi, tau, private, accountant, need, chosen, n_min, rate)
 
 # %% ../nbs/planning/33_sosp_algorithm.ipynb #a3d76a2b
 def _check_sosp_problem(problem, plan):

@@ -10,13 +10,14 @@ import math, warnings
 from typing import NamedTuple
 import numpy as np  # host side: the hull solvers (NNLS, Frank–Wolfe) and Lanczos; device arrays come in through to_numpy
 from scipy.optimize import nnls
+from scipy.stats import t as t_dist
 from scipy.sparse.linalg import LinearOperator, eigsh, ArpackNoConvergence
 from .backend import get_xp, asarray, to_numpy, make_rng, RNG
 from .smoothing import zo_from_differences
 
 # %% auto #0
-__all__ = ['Hull', 'min_norm_hull', 'GoldsteinCertificate', 'goldstein_certificate', 'goldstein_norm', 'grad_norm',
-           'hessian_min_eig', 'smoothed_grad_fn']
+__all__ = ['Hull', 'min_norm_hull', 'GoldsteinCertificate', 'goldstein_certificate', 'goldstein_norm', 'GoldsteinInterval',
+           'goldstein_interval', 'grad_norm', 'hessian_min_eig', 'smoothed_grad_fn']
 
 # %% ../nbs/core/05_stationarity.ipynb #4185384f
 def _check_gradients(G, name="G"):
@@ -117,37 +118,110 @@ def _gradients(grad_fn, Y):
                          f"it returned {tuple(G.shape)}. Vectorize it over rows (one gradient per row).")
     return G
 
+# %% ../nbs/core/05_stationarity.ipynb #bffbd7a9
+def _unit_rows(V, against=None) -> np.ndarray:
+    "The rows of V (r, d) as unit vectors, after removing their component along the unit vector `against`; ~0 rows dropped (host)."
+    V = np.atleast_2d(np.asarray(V, dtype=float))
+    if against is not None: V = V - (V @ against)[:, None] * against[None, :]
+    n = np.linalg.norm(V, axis=1); keep = n > 1e-9 * max(1.0, float(n.max(initial=0.0)))
+    return V[keep] / n[keep][:, None]
+
+def _structured(x, alpha:float, g, perps, m:int) -> np.ndarray:
+    "2m+1 points on the diameter x + sαg (s ∈ [-1, 1]) and 2m-1 on each α-circle in the plane (g, u), u ∈ perps (host)."
+    s, th = np.linspace(-1.0, 1.0, 2 * m + 1), math.pi * np.arange(1, 2 * m) / m
+    arcs = [x + alpha * (np.cos(th)[:, None] * g + np.sin(th)[:, None] * u) for u in perps]
+    return np.concatenate([x + alpha * s[:, None] * g] + arcs)
+
+def _antithetic(gen, k:int, x, alpha:float) -> np.ndarray:
+    "k points x ± u with u ~ Unif B(0, α), in mirrored pairs (host)."
+    U = to_numpy(gen.ball((k + 1) // 2, x.shape[0], alpha))
+    return np.concatenate([x + U, x - U])[:k]
+
+# %% ../nbs/core/05_stationarity.ipynb #e96cf7f4
+def _adaptive(grads, xh, alpha:float, k:int, gen, method:str, directions, tol:float, max_points:int, m:int=8, n_dir:int=2):
+    "Structured points, then rounds of Frank–Wolfe-style candidates and twice the random points, until the norm stabilizes."
+    P = np.concatenate([xh[None, :], _antithetic(gen, k - 1, xh, alpha)]
+                       + [_structured(xh, alpha, v, [], m) for v in _unit_rows(directions if directions is not None else np.zeros((0, xh.shape[0])))])
+    G = grads(P); norm, w = min_norm_hull(G, method=method); hist = [norm]
+    scale, n_rand = float(np.linalg.norm(G, axis=1).max()), max(k - 1, 1)
+    while norm > 1e-12 * max(scale, 1.0) and P.shape[0] < max_points:
+        g = w @ G; gh = g / np.linalg.norm(g)                    # the min-norm direction: the LMO wants <∇h(y), ĝ> small
+        best = np.argsort(G @ gh, kind="stable")[:n_dir]         # the sampled points that best reduce it, and their gradients
+        perps = _unit_rows(np.concatenate([G[best] - g, P[best] - xh, to_numpy(gen.normal((1, xh.shape[0])))]), gh)
+        axes = np.eye(xh.shape[0])[np.argsort(-np.abs(gh), kind="stable")[:n_dir]]
+        n_rand = max(min(2 * n_rand, max_points - P.shape[0]), 0)
+        new = np.concatenate([_structured(xh, alpha, gh, perps, m)] + [_structured(xh, alpha, e, [], m) for e in axes]
+                             + [_antithetic(gen, n_rand, xh, alpha)])
+        P, G = np.concatenate([P, new]), np.concatenate([G, grads(new)])
+        norm, w = min_norm_hull(G, method=method); hist.append(norm)
+        if hist[-2] - norm <= tol * scale: break
+    return norm, w, P, tuple(hist)
+
 # %% ../nbs/core/05_stationarity.ipynb #ebeee935
 class GoldsteinCertificate(NamedTuple):
     "A sampled upper bound on ||∂̄_α h(x)||, with the points and weights that attain it."
     norm: float          # min over λ in the simplex of ||Σ_j λ_j ∇h(y_j)||
     weights: np.ndarray  # λ, shape (k,) (host array)
-    points: object       # y_1 = x and y_2..y_k ~ Unif B(x, α), shape (k, d) (backend array)
+    points: object       # y_1 = x and the other points of B(x, α), shape (k, d) (backend array)
+    history: tuple = ()  # the norm after each round ('adaptive'); (norm,) for 'uniform'
 
+# %% ../nbs/core/05_stationarity.ipynb #4452281b
 def goldstein_certificate(grad_fn, # callable (k, d) -> (k, d) gradients, or a problem with `full_grad`
                           x, # the point to certify, shape (d,)
                           alpha:float, # Goldstein radius α
-                          k:int=256, # number of points: x itself and k-1 uniform in B(x, α)
+                          k:int=256, # points of the first sample: x itself and k-1 uniform in B(x, α)
                           rng:int|RNG|None=None, # seed or RNG for the sample; None draws OS entropy
                           method:str="nnls", # hull solver: 'nnls' (exact) or 'fw' (Frank–Wolfe)
+                          points:str="adaptive", # 'adaptive' (structured points, k doubled until stable) or 'uniform' (the k points only)
+                          directions=None, # 'adaptive': extra directions (r, d) whose ±α diameters are sampled (e.g. a planted e_1)
+                          tol:float=0.01, # 'adaptive': stop when a round lowers the norm by at most tol · max ||g_j||
+                          max_points:int=4096, # 'adaptive': most points in all
                          )->GoldsteinCertificate:
-    "Sampled certificate for (α, β)-Goldstein stationarity at `x` (KLT Def. 2.1, ZTC Def. 2.1)."
+    "Sampled certificate for (α, β)-Goldstein stationarity at `x` (KLT Def. 2.1, ZTC Def. 2.1): always ≥ the true norm."
     x, alpha = _check_point(x), _check_alpha(alpha)
     if int(k) < 1: raise ValueError(f"`k` must be a positive number of sample points. Found {k!r}.")
-    Y = get_xp().concat([x[None, :], x + make_rng(rng).ball(int(k) - 1, x.shape[0], alpha)])
-    norm, weights = min_norm_hull(_gradients(grad_fn, Y), method=method)
-    return GoldsteinCertificate(norm, weights, Y)
+    if points == "uniform":
+        Y = get_xp().concat([x[None, :], x + make_rng(rng).ball(int(k) - 1, x.shape[0], alpha)])
+        norm, weights = min_norm_hull(_gradients(grad_fn, Y), method=method)
+        return GoldsteinCertificate(norm, weights, Y, (norm,))
+    if points != "adaptive": raise ValueError(f"`points` must be 'adaptive' or 'uniform'. Found {points!r}.")
+    grads = lambda P: to_numpy(_gradients(grad_fn, asarray(P)))
+    norm, weights, P, hist = _adaptive(grads, to_numpy(x), alpha, int(k), make_rng(rng), method, directions, float(tol), int(max_points))
+    return GoldsteinCertificate(norm, weights, asarray(P), hist)
 
 # %% ../nbs/core/05_stationarity.ipynb #b1976a2c
 def goldstein_norm(grad_fn, # callable (k, d) -> (k, d) gradients, or a problem with `full_grad`
                    x, # the point to certify, shape (d,)
                    alpha:float, # Goldstein radius α
-                   k:int=256, # number of points: x itself and k-1 uniform in B(x, α)
+                   k:int=256, # points of the first sample: x itself and k-1 uniform in B(x, α)
                    rng:int|RNG|None=None, # seed or RNG for the sample; None draws OS entropy
                    method:str="nnls", # hull solver: 'nnls' (exact) or 'fw' (Frank–Wolfe)
+                   points:str="adaptive", # 'adaptive' (tight in every d) or 'uniform' (k uniform points: biased up in high d)
+                   **options, # 'adaptive' only: directions, tol, max_points (see `goldstein_certificate`)
                   )->float: # an upper bound on ||∂̄_α h(x)|| when the gradients are exact
     "Sampled estimate of the Goldstein norm ||∂̄_α h(x)||; x is (α, β)-stationary iff it is ≤ β (KLT Def. 2.1)."
-    return goldstein_certificate(grad_fn, x, alpha, k=k, rng=rng, method=method).norm
+    return goldstein_certificate(grad_fn, x, alpha, k=k, rng=rng, method=method, points=points, **options).norm
+
+# %% ../nbs/core/05_stationarity.ipynb #dca9b48c
+class GoldsteinInterval(NamedTuple):
+    "Goldstein certificates on independent point sets: the tightest bound and a confidence interval for the mean one."
+    norm: float          # the smallest replicate: still an upper bound on ||∂̄_α h(x)|| (exact gradients)
+    mean: float          # the mean replicate certificate
+    low: float           # Student-t interval for that mean at `level` (over the replicates' spread)
+    high: float
+    values: np.ndarray   # the replicates
+
+def goldstein_interval(grad_fn, x, alpha:float,
+                       reps:int=5, # independent certificates, each from its own child of `rng`
+                       level:float=0.95, # confidence level of the interval
+                       rng:int|RNG|None=None, **options, # as for `goldstein_certificate` (k, method, points, ...)
+                      )->GoldsteinInterval:
+    "The Goldstein norm at `x` with a confidence interval over independent point sets (KLT Def. 2.1)."
+    if int(reps) < 2: raise ValueError(f"`reps` must be at least 2 to estimate a spread. Found {reps!r}.")
+    gen = make_rng(rng)
+    v = np.array([goldstein_certificate(grad_fn, x, alpha, rng=gen.child(r), **options).norm for r in range(int(reps))])
+    h = t_dist.ppf((1 + level) / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size)
+    return GoldsteinInterval(float(v.min()), float(v.mean()), float(max(v.mean() - h, 0.0)), float(v.mean() + h), v)
 
 # %% ../nbs/core/05_stationarity.ipynb #725a1511
 def grad_norm(grad_fn, # callable (k, d) -> (k, d) gradients, or a problem with `full_grad`

@@ -17,7 +17,7 @@ from .o2nc import Oracle, TreeOracle, period_position
 
 # %% auto #0
 __all__ = ['KLT_DIRECTIONS', 'KLT_NOISE', 'block_sizes', 'zo_blocks', 'clipped_block_mean', 'KLTSinglePassOracle',
-           'KLTMultiPassOracle']
+           'KLTMultiPassOracle', 'klt_multi_releases']
 
 # %% ../nbs/algorithms/11_zo_oracles.ipynb #1b5bb1a1
 KLT_DIRECTIONS = 0x6b64  # first key of the direction streams ('kd'): rng.child(KLT_DIRECTIONS, t)
@@ -190,14 +190,21 @@ def _mp_sensitivities(self) -> tuple:
     "Replace-one L2 sensitivities (period start, increment), enforced by clipping: (2C1/n, 2C2/n) (KLT Lemma 4.3)."
     return (2 * self.C1 / self.n, 2 * self.C2 / self.n)
 
-def _mp_releases(self, T:int) -> Ledger:
-    "The Gaussian releases of a T-step run: ⌈T/Σ⌉ period starts (σ1), the rest increments (σ2) (KLT Lemma 4.3); empty if non-private."
-    N1 = -(-_check_steps(T) // self.period); N2 = T - N1
-    if self.sigma1 == 0 and self.sigma2 == 0: return Ledger()
-    s1, s2 = self.sensitivities
-    entries = [Release("gaussian", s1, self.sigma1, N1, "all", "KLT Alg. 4: period-start estimate + N(0, σ1² I)"),
-               Release("gaussian", s2, self.sigma2, N2, "all", "KLT Alg. 4: increment + N(0, σ2² I)")]
+def klt_multi_releases(T:int, # steps of the run
+                       period:int, # Σ, steps per period
+                       s1:float, s2:float, # replace-one sensitivities of a period start and of an increment
+                       sigma1:float, sigma2:float, # their Gaussian stds (both 0: non-private)
+                      ) -> Ledger:
+    "The Gaussian releases of a T-step run of KLT Alg. 4: ⌈T/Σ⌉ period starts (σ1), the rest increments (σ2) (Lemma 4.3); empty if non-private."
+    N1 = -(-_check_steps(T) // period); N2 = T - N1
+    if sigma1 == 0 and sigma2 == 0: return Ledger()
+    entries = [Release("gaussian", s1, sigma1, N1, "all", "KLT Alg. 4: period-start estimate + N(0, σ1² I)"),
+               Release("gaussian", s2, sigma2, N2, "all", "KLT Alg. 4: increment + N(0, σ2² I)")]
     return Ledger(tuple(r for r in entries if r.count > 0))
+
+def _mp_releases(self, T:int) -> Ledger:
+    "The Gaussian releases of this oracle's T-step run (`klt_multi_releases` at its Σ, sensitivities and σ's)."
+    return klt_multi_releases(T, self.period, *self.sensitivities, self.sigma1, self.sigma2)
 
 def _mp_samples_needed(self, T:int) -> int:
     "Distinct samples read: all n (every call is a full pass)."
