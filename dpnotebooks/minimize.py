@@ -247,6 +247,17 @@ def _klt_multi_params(n, d, epsilon, delta, alpha, beta, L, Phi, accountant, c_D
                        C1=C1, C2=C2, directions=directions),
             dict(noise_multipliers=(sigma1 * n / (2 * C1), sigma2 * n / (2 * C2)), G1=G1, m_theory=m_theory))
 
+# %% ../nbs/planning/30_minimize.ipynb #80f257db
+def _klt_eta(plan:Plan) -> Plan:
+    "The KLT plan with η = D/(G1·√M), G1 recomputed at its own fields (after an override of m, Σ, D or the noise)."
+    p, first_order = plan.params, plan.algorithm == "klt-first-order"
+    if plan.algorithm == "klt-multi-pass":
+        G1 = _klt_multi_G1(plan.n, plan.d, plan.alpha, plan.L, p.D, p.m, p.period, p.sigma, p.sigma2, p.directions)
+    else:
+        L1 = _increment_clip(plan.d, plan.alpha, plan.L, p.D)[0]
+        G1 = _klt_single_G1(plan.d, plan.alpha, plan.L, L1, p.D, p.m, p.period, p.sigma, first_order, p.directions)
+    return plan._replace(params=p._replace(eta=p.D / (G1 * math.sqrt(p.M))), derivation=dict(plan.derivation, G1=G1))
+
 # %% ../nbs/planning/30_minimize.ipynb #881b6950
 _KLT_MULTI_ERRATA = ("Thm. 4.1: D = αβ²/L² and T = ΦL²/(αβ³) (printed α², α² are typos)",
                      "Lemma 4.3: m must also make the increments' sensitivity small (enforced by clipping; m = max of both)",
@@ -434,11 +445,11 @@ def _run_o2nc(build, problem, plan, rng, x0, progress, ck) -> RunOutput:
 # %% ../nbs/planning/30_minimize.ipynb #f2955382
 def o2nc_algorithm(name:str, summary:str, recipe:Callable, # as in `Algorithm`
                    build:Callable, # (problem, plan, rng) -> (oracle, data access)
-                   private:bool=True, access:str="single-pass") -> Algorithm:
+                   private:bool=True, access:str="single-pass", rederive:Callable|None=None) -> Algorithm:
     "An O2NC algorithm in the registry's one shape, from its recipe and its oracle builder."
     return Algorithm(name, summary, recipe, partial(_o2nc_releases, build) if private else None, partial(_run_o2nc, build),
                      private=private, access=access, ledger_at=partial(_o2nc_releases, build) if private else None,
-                     params=O2NCParams, build=build)
+                     params=O2NCParams, build=build, rederive=rederive)
 
 # %% ../nbs/planning/30_minimize.ipynb #192759ff
 def _stream(problem, rng): return DataStream(problem.data, rng=rng.child(DATA_STREAM))
@@ -477,9 +488,9 @@ _fo = lambda *a, **k: klt_single_pass_recipe(*a, first_order=True, **k)
 _nonprivate = lambda n, d, epsilon, delta, *a, **k: naive_recipe(n, d, None, None, *a, private=False, **k)
 _fo.__wrapped__, _nonprivate.__wrapped__ = klt_single_pass_recipe, naive_recipe   # where their constants are (`algorithm_knobs`)
 for _alg in (
-    o2nc_algorithm("klt-single-pass", "KLT Thm. 3.1: O2NC + single-pass zeroth-order oracle with the tree mechanism", klt_single_pass_recipe, _build_klt_single),
-    o2nc_algorithm("klt-multi-pass", "KLT Thm. 4.1: O2NC + full-batch zeroth-order oracle, Gaussian composition (ERM)", klt_multi_pass_recipe, _build_klt_multi, access="multi-pass"),
-    o2nc_algorithm("klt-first-order", "KLT Thm. 6.1: O2NC + single-pass first-order oracle with the tree mechanism", _fo, _build_klt_fo),
+    o2nc_algorithm("klt-single-pass", "KLT Thm. 3.1: O2NC + single-pass zeroth-order oracle with the tree mechanism", klt_single_pass_recipe, _build_klt_single, rederive=_klt_eta),
+    o2nc_algorithm("klt-multi-pass", "KLT Thm. 4.1: O2NC + full-batch zeroth-order oracle, Gaussian composition (ERM)", klt_multi_pass_recipe, _build_klt_multi, access="multi-pass", rederive=_klt_eta),
+    o2nc_algorithm("klt-first-order", "KLT Thm. 6.1: O2NC + single-pass first-order oracle with the tree mechanism", _fo, _build_klt_fo, rederive=_klt_eta),
     o2nc_algorithm("ztc", "ZTC Thm. 4.9: O2NC with restarts + variance-reduced zeroth-order oracle, tree per period", ztc_recipe, _build_ztc),
     o2nc_algorithm("ztc-naive", "ZTC App. E: O2NC + one-direction two-point oracle, fresh Gaussian noise each step", naive_recipe, _build_naive),
     o2nc_algorithm("o2nc-nonprivate", "Kornowski & Shamir 2023: O2NC + two-point oracle, no noise (NOT private)", _nonprivate, _build_naive, private=False),
@@ -560,7 +571,8 @@ def _override(problem, plan:Plan, alg, fields:dict) -> Plan:
         if alg.private and not noise_given and set(fields) - set(alg.params.FREE):
             c = calibrate_ledger(alg.planned(problem, plan), plan.epsilon, plan.delta, plan.accountant)
             plan = plan._replace(params=scale_noise(plan.params, c))
-    return _fit_noise(problem, plan, alg) if alg.private and not noise_given else plan
+    plan = _fit_noise(problem, plan, alg) if alg.private and not noise_given else plan
+    return alg.rederive(plan) if fields and alg.rederive and "eta" not in fields else plan
 
 # %% ../nbs/planning/30_minimize.ipynb #a9280212
 def _fit_noise(problem, plan, alg, tries:int=100):

@@ -107,6 +107,7 @@ class Algorithm(NamedTuple):
     params: type|None = None         # the NamedTuple type of `plan.params` (its NOISE, FREE and field names)
     build: Callable|None = None      # O2NC algorithms: (problem, plan, rng) -> (oracle, data access), for audits of the oracle
     alpha_default: float = 0.1       # default smoothing radius α as a multiple of Φ/L; 0: no smoothing by default, and α = 0 is allowed
+    rederive: Callable|None = None   # plan -> plan: the FREE fields a recipe derives from others (KLT's η from G1 at m), redone after an override
 
 # %% ../nbs/planning/29_registry.ipynb #2e21fd8a
 ALGORITHMS: dict = {}
