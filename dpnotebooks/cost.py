@@ -95,7 +95,9 @@ def calibrate(problem, # a `Problem`: only its loss type, its data's shape (p) a
              ) -> Units:
     "Unit times of `problem`'s loss on this machine, measured once on public dummy zeros and cached per (loss, shape, backend)."
     key = (type(problem).__name__, getattr(problem, "name", ""), problem.data.p, problem.dim, get_backend(), str(get_dtype()))
-    if key not in _UNITS or (hessians and math.isnan(_UNITS[key].hess)): _UNITS[key] = _measure(problem, hessians)
+    if key not in _UNITS or (hessians and math.isnan(_UNITS[key].hess)):
+        try: _UNITS[key] = _measure(problem, hessians)
+        except Exception: _UNITS[key] = Units(*[math.nan] * 5)           # a loss that fails on zeros: the time is unknown, the run is not stopped here
     return _UNITS[key]
 
 # %% ../nbs/planning/35_cost.ipynb #eed23942
