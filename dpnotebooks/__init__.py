@@ -50,6 +50,7 @@ from .minimize import minimize, plan_run as plan, planned_ledger
 from .losses import from_jax, from_torch, FrameworkLoss
 from .data import code_labels, train_test_split, public_scaler, fit_private_scaler
 from .tuning import tune, plan_tuning, TuneResult
+import dpnotebooks.lower_bounds  # registers the problem 'abggmu-lower-bound' (it imports problems, so problems cannot import it)
 
 _all_ = ["set_backend", "get_backend", "use_backend", "available_backends", "Dataset", "Problem", "get_problem", "list_problems",
          "load_file", "with_data", "Ledger", "Result", "BudgetExceededError", "Plan", "InsufficientDataError", "list_algorithms",

@@ -22,6 +22,7 @@ from .audit import AUDITS
 import dpnotebooks.audit_algorithms  # registers the algorithm audits in AUDITS before the parser is built
 import dpnotebooks.audit_smooth  # registers the ABGGMU audits (abggmu-spider, -tree-spider, -convex, -glm)
 import dpnotebooks.audit_sosp  # registers the lt-sosp audits (lt-sosp, lt-sosp-tree)
+from .one_run_audit import run_one_run_audit, ONE_RUN_AUDITS
 from .minimize import (minimize, list_algorithms, check_request, plan_run, planned_ledger, ALGORITHMS as REGISTRY,
                                   InsufficientDataError)
 from .ledger import BudgetExceededError
@@ -454,7 +455,11 @@ def cmd_demo(args) -> int:
 
 # %% ../nbs/interface/50_cli.ipynb #8cb40ffb
 def cmd_audit(args) -> int:
-    "Audit a mechanism: print the ε lower bound beside the claimed ε."
+    "Audit a mechanism: print the ε lower bound beside the claimed ε (`--one-run ALGO`: Steinke et al.'s one-run audit)."
+    if args.one_run is not None:
+        res = run_one_run_audit(args.one_run, args.epsilon, args.delta, args.canaries, args.guesses, rng=args.seed, confidence=args.confidence)
+        print(res); print(f"epsilon: claimed {res.epsilon_claimed:.4f}, empirical lower bound {res.epsilon_lower:.4f}")
+        return 1 if res.violated else 0
     kw = dict(rng=args.seed, confidence=args.confidence) | ({} if args.trials is None else dict(trials=args.trials))
     if args.mechanism == "tree": kw.update(length=args.length)
     res = AUDITS[args.mechanism](args.epsilon, args.delta, **kw)
@@ -712,6 +717,10 @@ def _add_audit(sub):
     a.add_argument("--length", type=_positive_int, default=8, help="tree: steps per period Sigma (default 8)")
     a.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
     a.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")
+    a.add_argument("--one-run", metavar="ALGO", choices=ONE_RUN_AUDITS, default=None,
+                   help=f"one-run audit (Steinke, Nasr, Jagielski 2023) of an algorithm instead: m canaries, one training run ({', '.join(ONE_RUN_AUDITS)})")
+    a.add_argument("--canaries", type=_positive_int, default=1000, help="--one-run: canaries m, each in with probability 1/2 (default 1000)")
+    a.add_argument("--guesses", type=_positive_int, default=None, help="--one-run: guesses k on the most confident canaries (default m/10)")
     a.set_defaults(func=cmd_audit)
 
 # %% ../nbs/interface/50_cli.ipynb #82505ba9

@@ -245,12 +245,15 @@ def convex_rate(n, d, epsilon, L0=1.0) -> float:
 def convex_schedule(n:int, d:int, epsilon:float, delta:float, L0:float, L1:float,
                     radius:float, # R: PUBLIC bound on ||w*||
                     K_max:int|None=100, # compute cap on K_t (None: Lemma D.3's K_t)
+                    base:str="noisy-gd", # 'noisy-gd' (variant 1) or 'phased' (variant 2: PhasedSGD, K_t = m, one pass)
                    ) -> dict:
     "Thm 5 (variant 1) with the note's fixes: λ = L0²/(L1R²)·min(1/n, d/(nε)²), T = ⌊log2(L1/λ)⌋, m = ⌊n/T⌋, μ_t = (2^t−1)λ, K_t from Lemma D.3 (§2.3 RECON)."
     lam = L0**2 / (L1 * radius**2) * min(1 / n, d / (n * epsilon) ** 2)
+    if base == "phased": lam = max(lam, L1 * math.log(n) / n)        # Thm 5 variant 2: λ ≥ L1 log(n)/n (Lemma D.6's n condition)
     T = max(1, math.floor(math.log2(L1 / lam)))
     m = n // T
     if m < 2: raise InsufficientDataError(f"abggmu-convex: n = {n} gives T = {T} stages of fewer than 2 samples. Use at least {2 * T} samples.")
+    if base == "phased": return dict(lam=lam, T=T, m=m, K=(m,) * T, K_theory=(m,) * T)   # PhasedSGD: one pass over the stage
     Ks, Kth = [], []
     for t in range(1, T + 1):
         mu = (2**t - 1) * lam
@@ -272,12 +275,15 @@ class ConvexParams(NamedTuple):
     L0: float               # per-sample gradient clip norm
     L1: float               # PUBLIC smoothness bound (sets NoisyGD's step)
     warm_start: bool = False   # NoisyGD starts stage t at w̄_{t−1} (default 0, as printed)
+    subroutine: str = "noisy-gd"   # 'noisy-gd' (Alg 7, Thm 5 variant 1) or 'phased-sgd' (Alg 5, variant 2, linear time)
     NOISE = ("z",); FREE = ("warm_start",)
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #2b9e7a7d
 _CONVEX_ERRATA = ("Alg. 3: loop t = 1..T (T stages)", "σ_t uses the stage size m = ⌊n/T⌋, not n, and K_t, not K_t² (erratum 6)",
                   "λ = L0²/(L1R²)·min(1/n, d/(nε)²) (the square on R)", "K_t from Lemma D.3 with μ_t = (2^t−1)λ, capped at K_max",
                   "per-sample gradients clipped to L0; stages on disjoint chunks (parallel composition)")
+_PHASED_ERRATA = ("Alg. 5: phase k uses the next ⌊m/2^k⌋ fresh samples, K = ⌈log2 m⌉ (erratum 7)",
+                  "PhasedSGD's output noise from the sensitivity 2L0η_k of non-expansive steps (Lemma D.5, η ≤ 1/(L1+μ))")
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #88e1abe3
 def convex_recipe(n:int, d:int, epsilon:float, delta:float,
@@ -291,28 +297,31 @@ def convex_recipe(n:int, d:int, epsilon:float, delta:float,
                   K_max:int|None=100, # compute cap on NoisyGD steps per stage; a capped K changes utility, never privacy
                   c_rate:float=1.0,
                   warm_start:bool=False, # NoisyGD starts stage t at w̄_{t−1} (default 0, as printed)
+                  base:str="noisy-gd", # 'noisy-gd' (Thm 5 variant 1, optimal) or 'phased' (variant 2: PhasedSGD, linear time, GLMs)
                  ) -> Plan:
     "Parameters of recursive regularization + NoisyGD, ABGGMU Thm 5 (Alg. 3 + Alg. 7) with erratum 6; σ_t from the accountant."
     _check_smooth(n, d, epsilon, delta, L, Phi, L1); check_positive("radius", radius)
-    rate = lambda k: c_rate * convex_rate(k, d, epsilon, L)
+    if base not in ("noisy-gd", "phased"): raise ValueError(f"`base` must be 'noisy-gd' or 'phased'. Found {base!r}.")
+    rate = lambda k: c_rate * (convex_rate(k, d, epsilon, L) + (L1 * radius / math.sqrt(k) if base == "phased" else 0.0))
     beta, need, chosen = choose_target(rate, n, beta, "abggmu-convex")
-    s = convex_schedule(n, d, epsilon, delta, L, L1, radius, K_max)
-    params = ConvexParams(T=s["T"], m=s["m"], lam=s["lam"], K=s["K"], R=float(radius), z=1.0, L0=float(L), L1=float(L1), warm_start=warm_start)
+    s, sub = convex_schedule(n, d, epsilon, delta, L, L1, radius, K_max, base), "phased-sgd" if base == "phased" else "noisy-gd"
+    params = ConvexParams(T=s["T"], m=s["m"], lam=s["lam"], K=s["K"], R=float(radius), z=1.0, L0=float(L), L1=float(L1), warm_start=warm_start, subroutine=sub)
     plan = _smooth_plan("abggmu-convex", "ABGGMU Thm 5 (Alg. 3 + Alg. 7, recursive regularization with NoisyGD)", n, d, epsilon, delta,
                         alpha, beta, L, Phi, params, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant,
-                        errata=_CONVEX_ERRATA, derivation=dict(K_theory=s["K_theory"]))
+                        errata=_CONVEX_ERRATA + (_PHASED_ERRATA if base == "phased" else ()), derivation=dict(K_theory=s["K_theory"]))
     return plan.tune(z=calibrate_ledger(_convex_ledger(plan), epsilon, delta, accountant))     # the plan was built at z = 1
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #282302a8
 def _convex_sigmas(plan) -> list:
     "σ_t = z·(2L0/m)·√K_t: K_t Gaussian releases of sensitivity 2L0/m are one Gaussian of multiplier z, every stage alike."
     p = plan.params
+    if p.subroutine == "phased-sgd": return [p.z * 2 * p.L0] * p.T     # PhasedSGD: noise per unit step; phase k releases η_k(w + N(0, σ²)), sensitivity 2L0η_k
     return [p.z * 2 * p.L0 / p.m * math.sqrt(k) for k in p.K]
 
 def _convex_ledger(plan, stages:int|None=None) -> Ledger:
     "The releases of the plan's T stages, or of its first `stages` (one release per stage, each on its own samples)."
     p = plan.params
-    full = recursive_regularization_releases(p.T * p.m, p.T, p.L0, _convex_sigmas(plan), K=list(p.K))
+    full = recursive_regularization_releases(p.T * p.m, p.T, p.L0, _convex_sigmas(plan), K=list(p.K), subroutine=p.subroutine)
     return full if stages is None else Ledger(full.releases[:max(stages, 0)])
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #b8530cb3
@@ -325,10 +334,10 @@ def _run_convex(problem, plan, rng, x0, progress, ck) -> RunOutput:
     if len(problem.data) // p.T != p.m:
         raise ValueError(f"abggmu-convex: the plan's stage size m = {p.m} must be ⌊n/T⌋ = {len(problem.data) // p.T} (every sample in one stage).")
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
-    out = recursive_regularization(problem, stream, p.T, p.lam, p.R, p.L0, _convex_sigmas(plan), K=list(p.K), L1=p.L1,
+    out = recursive_regularization(problem, stream, p.T, p.lam, p.R, p.L0, _convex_sigmas(plan), K=list(p.K), L1=p.L1, subroutine=p.subroutine,
                                    warm_start=p.warm_start, rng=rng.child(ORACLE_STREAM), checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, stage_outputs=out.stage_outputs, stages_per_sample=stream.max_uses)
-    return RunOutput(out.w, stream.samples_used, stream.max_uses * max(p.K), out.clip.diagnostics(), trace)
+    return RunOutput(out.w, stream.samples_used, stream.max_uses * (max(p.K) if p.subroutine == "noisy-gd" else 1), out.clip.diagnostics(), trace)
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #3ca3fa4b
 class GLMParams(NamedTuple):
@@ -345,37 +354,56 @@ class GLMParams(NamedTuple):
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #da1b783b
 _GLM_BASES = {"abggmu-spider": (lambda *a, **k: spider_recipe(*a, **k)), "abggmu-convex": (lambda *a, **k: convex_recipe(*a, **k))}
 
-def _check_glm(rank, base:str):
+def _check_glm(rank, base:str, k_rule:str="rank"):
     "A JL request: `rank` a positive integer given by the user, `base` a supported base algorithm."
     if rank is None: raise ValueError("abggmu-glm needs `rank`, a PUBLIC upper bound on the rank of the features (e.g. --set rank=5); "
                                       "it is never computed from the data, since that would leak information.")
     if not (isinstance(rank, (int, np.integer)) and rank >= 1): raise ValueError(f"`rank` must be a positive integer. Found {rank!r}.")
     if base not in _GLM_BASES: raise ValueError(f"`base` must be one of {', '.join(_GLM_BASES)}. Found {base!r}.")
+    if k_rule not in ("rank", "argmin"): raise ValueError(f"`k_rule` must be 'rank' or 'argmin'. Found {k_rule!r}.")
+
+# %% ../nbs/planning/32_smooth_algorithms.ipynb #375bf034
+def _jl_argmin(obj, j_max:int) -> int:
+    "Smallest minimizer of a unimodal `obj` over the integers 1..j_max (bisection on the sign of obj(j+1) − obj(j))."
+    lo, hi = 1, max(1, int(j_max))
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if obj(mid + 1) < obj(mid): lo = mid + 1
+        else: hi = mid
+    return lo
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #bd4f12ed
-def _glm_rate(base, rank, epsilon, delta, L, L0k, L1k, Phi, x_norm, c_jl, c_rate) -> tuple:
-    "(k(n), β̂(n)) of ABGGMU Thm 6, rank branch: the JL dimension, and the rate over `base` run in R^k(n)."
-    kdim = lambda k: jl_dimension(rank, int(k), delta, c_jl)
-    base_rate = ((lambda k: spider_rate(k, kdim(k), epsilon, delta, L0k, L1k, Phi)) if base == "abggmu-spider"
-                 else (lambda k: convex_rate(k, kdim(k), epsilon, L0k)))
-    return kdim, lambda k: c_rate * (L * x_norm / math.sqrt(k) + base_rate(k))  # Thm 6: uniform convergence + A's bound in R^k
+def _glm_rate(base, rank, epsilon, delta, L, L0k, L1k, Phi, x_norm, c_jl, c_rate, k_rule="rank", d=None) -> tuple:
+    "(k(n), β̂(n)) of ABGGMU Thm 6: the JL dimension by `k_rule`, and the rate over `base` run in R^k(n)."
+    g = ((lambda k, j: spider_rate(k, j, epsilon, delta, L0k, L1k, Phi)) if base == "abggmu-spider"
+         else (lambda k, j: convex_rate(k, j, epsilon, L0k)))
+    def pick(k):                                                      # (k, the base's bound there, plus the JL penalty)
+        kr = jl_dimension(rank, int(k), delta, c_jl); rank_bound = g(k, kr)
+        if k_rule == "rank": return kr, rank_bound
+        obj = lambda j: g(k, j) + L * x_norm * math.log(k) / math.sqrt(j)   # note §2.7: g(j) + L0||X|| log(n)/√j
+        j = _jl_argmin(obj, min(kr, d or kr))
+        return (j, obj(j)) if obj(j) < rank_bound else (kr, rank_bound)
+    return (lambda k: pick(k)[0]), lambda k: c_rate * (L * x_norm / math.sqrt(k) + pick(k)[1])
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #9de14dcd
 _GLM_ERRATA = ("Thm 6: k from a PUBLIC rank bound, not rank(X) (erratum 9)",
                "projected rows clipped to √2||X||: the base's constants hold deterministically, δ not split",
                "only the rank branch of Thm 6 (the (nε)^(−2/5) branch rests on a flawed step, note §3)")
+_K_ARGMIN = ("k_rule='argmin': k = argmin_j g(j) + L0||X||log(n)/√j when that bound beats the rank branch's; "
+             "its 1/√j term rests on the step note §3 flags (E||I−H|| = Õ(1/√k) is false for k < d)",)
 
 def _glm_base(base, n, k, epsilon, delta, alpha, L0k, L1k, Phi, accountant, base_constants:dict) -> tuple:
     "(the base's plan in R^k, the base's own condition on n there)."
     n_min = spider_n_min(k, epsilon, delta, L0k, L1k, Phi) if base == "abggmu-spider" else 0   # the base's own condition in R^k
     return _GLM_BASES[base](n, k, epsilon, delta, alpha, None, L0k, Phi, accountant=accountant, L1=L1k, **base_constants), n_min
 
-def _glm_plan(bp:Plan, base, rank, x_norm, L, L1, d, beta, rate:float, need:int, chosen:bool) -> Plan:
+def _glm_plan(bp:Plan, base, rank, x_norm, L, L1, d, beta, rate:float, need:int, chosen:bool, k_rule:str="rank") -> Plan:
     "The JL plan around the base's plan `bp` (whose d is k)."
     return bp._replace(algorithm="abggmu-glm", theorem=f"ABGGMU Thm 6 / Cor. 1 (Alg. 4, JL method) over {bp.theorem}", d=d, beta=beta,
                        L=float(L), rate=rate, n_required=need, beta_chosen=chosen,
                        params=GLMParams(base=base, k=bp.d, rank=rank, x_norm=float(x_norm), L1_link=float(L1), inner=bp.params),
-                       errata=bp.errata + _GLM_ERRATA, derivation=dict(bp.derivation, base_rate=bp.rate))
+                       errata=bp.errata + _GLM_ERRATA + (_K_ARGMIN if k_rule == "argmin" else ()),
+                       derivation=dict(bp.derivation, base_rate=bp.rate, **({"k_rule": k_rule} if k_rule != "rank" else {})))
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #f9502dec
 def glm_recipe(n:int, d:int, epsilon:float, delta:float,
@@ -388,18 +416,19 @@ def glm_recipe(n:int, d:int, epsilon:float, delta:float,
                base:str="abggmu-spider", # the private base algorithm A: 'abggmu-spider' (Cor. 1, nonconvex) or 'abggmu-convex'
                x_norm:float=1.0, # ||X||: PUBLIC bound on the feature norms
                c_jl:float=3.0, # k = ⌈c_jl·rank·log(2n/δ)⌉ (`jl_dimension`)
+               k_rule:str="rank", # 'rank': the rank branch; 'argmin': also Thm 6's k = argmin g(j) + L0||X||log(n)/√j, if its bound is smaller
                L1:float=1.0, # PUBLIC smoothness bound of the link (the projected problem has 2||X||²L1)
                c_rate:float=1.0,
                **base_constants, # passed to the base recipe (radius, K_max, warm_start)
               ) -> Plan:
     "Parameters of the JL method, ABGGMU Thm 6 / Cor. 1 (Alg. 4), rank branch, over `base` run in R^k on clipped projections."
-    _check_glm(rank, base)
+    _check_glm(rank, base, k_rule)
     _check_smooth(n, d, epsilon, delta, L, Phi, L1); check_positive("x_norm", x_norm)
     L0k, L1k = math.sqrt(2) * x_norm * L, 2 * x_norm**2 * L1            # the projected problem's constants (rows clipped to √2||X||)
-    kdim, rate = _glm_rate(base, rank, epsilon, delta, L, L0k, L1k, Phi, x_norm, c_jl, c_rate)
+    kdim, rate = _glm_rate(base, rank, epsilon, delta, L, L0k, L1k, Phi, x_norm, c_jl, c_rate, k_rule, d)
     beta, need, chosen = choose_target(rate, n, beta, "abggmu-glm")
     bp, n_min = _glm_base(base, n, kdim(n), epsilon, delta, alpha, L0k, L1k, Phi, accountant, base_constants)
-    return _glm_plan(bp, base, rank, x_norm, L, L1, d, beta, rate(n), max(need, n_min), chosen)
+    return _glm_plan(bp, base, rank, x_norm, L, L1, d, beta, rate(n), max(need, n_min), chosen, k_rule)
 
 # %% ../nbs/planning/32_smooth_algorithms.ipynb #29dea83b
 _BASE_RUN = {"abggmu-spider": lambda *a: _run_spider(*a), "abggmu-convex": lambda *a: _run_convex(*a)}
