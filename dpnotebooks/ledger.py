@@ -272,7 +272,7 @@ def _gdp_gap(e:float, epsilon:float, delta:float) -> float:
     return math.inf if e == math.inf else -math.inf if e <= 0 else math.log(gdp_mu(e, delta) / gdp_mu(epsilon, delta))
 
 def _search_gdp(cost, epsilon:float, delta:float, c:float, iters:int=40) -> float:
-    "The smallest c (7 digits) with cost(c) ≤ ε: secant steps on log μ(cost) against log c inside a bracket, bisection as fallback."
+    "A c with cost(c) ≤ ε at the root to about 7 digits: secant steps on log μ(cost) against log c inside a bracket, bisection as fallback."
     lo, hi, prev = -math.inf, math.inf, None                           # cost > ε at lo, ≤ ε at hi
     x = math.log(c); fx = _gdp_gap(cost(c), epsilon, delta)
     for _ in range(iters):
