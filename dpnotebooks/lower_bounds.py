@@ -8,6 +8,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/core/lower_bounds.html.md"""
 from __future__ import annotations
 import math
 import numpy as np
+from scipy.special import gammaln
 from .backend import get_xp, asarray, to_numpy, make_rng
 from .problems import Problem, Dataset, PROBLEMS
 
@@ -87,7 +88,7 @@ PROBLEMS[LowerBound.name] = LowerBound
 def thm7_bound(n:int, L0:float=1.0) -> float:
     "ABGGMU Thm 7 made explicit: ½Σ_v E_v||∇F_v(w̄; D)|| ≥ (L0p/2)(1 − TV(Bin(n,(1+p)/2), Bin(n,(1−p)/2))), p = 1/√(16n), any algorithm."
     p, j = 1 / math.sqrt(16 * n), np.arange(n + 1)
-    logc = np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(n + 1)])
+    logc = gammaln(n + 1) - gammaln(j + 1) - gammaln(n - j + 1)
     pmf = lambda q: np.exp(logc + j * math.log(q) + (n - j) * math.log1p(-q))
     return L0 * p / 2 * (1 - 0.5 * np.abs(pmf((1 + p) / 2) - pmf((1 - p) / 2)).sum())
 

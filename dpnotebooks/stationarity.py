@@ -126,11 +126,16 @@ def _unit_rows(V, against=None) -> np.ndarray:
     n = np.linalg.norm(V, axis=1); keep = n > 1e-9 * max(1.0, float(n.max(initial=0.0)))
     return V[keep] / n[keep][:, None]
 
+def _diameters(x, alpha:float, V, m:int) -> np.ndarray:
+    "2m+1 points on each diameter x + sαv (s ∈ [-1, 1]), v a row of V, row after row (host)."
+    s = np.linspace(-1.0, 1.0, 2 * m + 1)
+    return (x + alpha * s[None, :, None] * np.reshape(V, (-1, 1, x.shape[0]))).reshape(-1, x.shape[0])
+
 def _structured(x, alpha:float, g, perps, m:int) -> np.ndarray:
-    "2m+1 points on the diameter x + sαg (s ∈ [-1, 1]) and 2m-1 on each α-circle in the plane (g, u), u ∈ perps (host)."
-    s, th = np.linspace(-1.0, 1.0, 2 * m + 1), math.pi * np.arange(1, 2 * m) / m
-    arcs = [x + alpha * (np.cos(th)[:, None] * g + np.sin(th)[:, None] * u) for u in perps]
-    return np.concatenate([x + alpha * s[:, None] * g] + arcs)
+    "The diameter along g, then 2m-1 points on each α-circle in the plane (g, u), u a row of perps (host)."
+    th = math.pi * np.arange(1, 2 * m) / m
+    arcs = x + alpha * (np.cos(th)[None, :, None] * g + np.sin(th)[None, :, None] * np.reshape(perps, (-1, 1, x.shape[0])))
+    return np.concatenate([_diameters(x, alpha, g, m), arcs.reshape(-1, x.shape[0])])
 
 def _antithetic(gen, k:int, x, alpha:float) -> np.ndarray:
     "k points x ± u with u ~ Unif B(0, α), in mirrored pairs (host)."
@@ -141,7 +146,7 @@ def _antithetic(gen, k:int, x, alpha:float) -> np.ndarray:
 def _adaptive(grads, xh, alpha:float, k:int, gen, method:str, directions, tol:float, max_points:int, m:int=8, n_dir:int=2):
     "Structured points, then rounds of Frank–Wolfe-style candidates and twice the random points, until the norm stabilizes."
     P = np.concatenate([xh[None, :], _antithetic(gen, k - 1, xh, alpha)]
-                       + [_structured(xh, alpha, v, [], m) for v in _unit_rows(directions if directions is not None else np.zeros((0, xh.shape[0])))])
+                       + [_diameters(xh, alpha, _unit_rows(directions if directions is not None else np.zeros((0, xh.shape[0]))), m)])
     G = grads(P); norm, w = min_norm_hull(G, method=method); hist = [norm]
     scale, n_rand = float(np.linalg.norm(G, axis=1).max()), max(k - 1, 1)
     while norm > 1e-12 * max(scale, 1.0) and P.shape[0] < max_points:
@@ -150,7 +155,7 @@ def _adaptive(grads, xh, alpha:float, k:int, gen, method:str, directions, tol:fl
         perps = _unit_rows(np.concatenate([G[best] - g, P[best] - xh, to_numpy(gen.normal((1, xh.shape[0])))]), gh)
         axes = np.eye(xh.shape[0])[np.argsort(-np.abs(gh), kind="stable")[:n_dir]]
         n_rand = max(min(2 * n_rand, max_points - P.shape[0]), 0)
-        new = np.concatenate([_structured(xh, alpha, gh, perps, m)] + [_structured(xh, alpha, e, [], m) for e in axes]
+        new = np.concatenate([_structured(xh, alpha, gh, perps, m), _diameters(xh, alpha, axes, m)]
                              + [_antithetic(gen, n_rand, xh, alpha)])
         P, G = np.concatenate([P, new]), np.concatenate([G, grads(new)])
         norm, w = min_norm_hull(G, method=method); hist.append(norm)
