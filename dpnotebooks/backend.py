@@ -290,9 +290,9 @@ def _integers(self, low, high, size):
 RNG.uniform, RNG.integers = _uniform, _integers
 
 # %% ../nbs/core/00_backend.ipynb #9e262a15
-def _sphere(self, n:int, d:int):
-    "`n` points uniform on the unit sphere S^{d-1}, shape (n, d) (leading dims: pass a tuple for `n`)."
-    g = self.normal(_shape(n) + (d,))
+def _sphere(self, n:int, d:int, dtype=None):
+    "`n` points uniform on the unit sphere S^{d-1}, shape (n, d) (leading dims: pass a tuple for `n`), in `dtype` (default: the active one)."
+    g = self.normal(_shape(n) + (d,), dtype=dtype)
     return g / get_xp().linalg.vector_norm(g, axis=-1, keepdims=True)
 
 def _ball(self, n:int, d:int, r:float=1.0):

@@ -65,6 +65,8 @@ class Units(NamedTuple):
     hess: float     # one per-sample Hessian, exact or by differences of gradients (nan: not smooth or not measured)
     draw: float     # one random coordinate (a direction on the sphere: a Gaussian and its share of the normalization)
     step: float     # the fixed cost of one step of a run loop: its small calls (RNG children, batch, clip, noise)
+    value_fast: float = math.nan   # `value` on KLT Alg. 4's fast path (float32 directions; one product for a linear model)
+    draw_fast: float = math.nan    # `draw` on that path (float32)
 
 WORK_FLOATS = 2**18   # floats per timed array: the size of a block of the oracles' work
 STEP_CALLS = 8        # small calls per step (oracle check, RNG children, stream, clip, tree noise, learner, loop)
@@ -85,7 +87,10 @@ def _measure(problem, hessians:bool) -> Units:
         from dpnotebooks.sosp import hessians_each
         hess = _timeit(lambda: hessians_each(q, x, q.data[0:8])) / 8
     step = _timeit(lambda: (q.value_each(xp.broadcast_to(x, (1, 2, d)), one), rng.child(1, 2).normal(d))) * STEP_CALLS
-    return Units(value, grad, hess, draw, step)
+    U32, lin = rng.sphere((b, m), d, dtype="float32"), hasattr(q, "psi") or None
+    value_fast = _timeit(lambda: zo_from_differences(two_point_differences(q, x, q.data, U32, 0.1, margins=lin), U32, 0.1)) / (2 * b * m)
+    draw_fast = _timeit(lambda: rng.sphere((b, m), d, dtype="float32")) / (b * m * d)
+    return Units(value, grad, hess, draw, step, value_fast, draw_fast)
 
 # %% ../nbs/planning/35_cost.ipynb #3a3fe949
 _UNITS: dict = {}
@@ -97,7 +102,7 @@ def calibrate(problem, # a `Problem`: only its loss type, its data's shape (p) a
     key = (type(problem).__name__, getattr(problem, "name", ""), problem.data.p, problem.dim, get_backend(), str(get_dtype()))
     if key not in _UNITS or (hessians and math.isnan(_UNITS[key].hess)):
         try: _UNITS[key] = _measure(problem, hessians)
-        except Exception: _UNITS[key] = Units(*[math.nan] * 5)           # a loss that fails on zeros: the time is unknown, the run is not stopped here
+        except Exception: _UNITS[key] = Units(*[math.nan] * 7)           # a loss that fails on zeros: the time is unknown, the run is not stopped here
     return _UNITS[key]
 
 # %% ../nbs/planning/35_cost.ipynb #eed23942
@@ -105,6 +110,7 @@ class Counts(NamedTuple):
     "The machine-free part of `Work`: what a run computes and draws, from its plan alone."
     steps: int; values: int = 0; grads: int = 0; hessians: int = 0; draws: int = 0
     floats: int = 0          # the largest working array, in floats
+    fast: bool = False       # on KLT Alg. 4's fast path: timed with `Units.value_fast` and `draw_fast`
     bound: str = "exact"     # as in `Work`
 
 CHUNK = 2**22   # the oracles' `chunk`: the largest array of query points, in floats
@@ -169,7 +175,7 @@ def _lt_sosp(plan) -> Counts:
 
 # %% ../nbs/planning/35_cost.ipynb #8f6451af
 COUNTERS: dict = {"klt-single-pass": lambda plan: _klt_zo(plan, plan.params.B1, plan.params.B2),
-                  "klt-multi-pass": lambda plan: _klt_zo(plan, plan.n, plan.n), "klt-first-order": _klt_fo,
+                  "klt-multi-pass": lambda plan: _klt_zo(plan, plan.n, plan.n)._replace(fast=True), "klt-first-order": _klt_fo,
                   "ztc": _ztc, "ztc-naive": _naive, "o2nc-nonprivate": _naive, "dp-sgd": _dpsgd,
                   "abggmu-spider": _spider, "abggmu-tree-spider": _tree_spider, "abggmu-convex": _convex,
                   "abggmu-glm": _glm, "lt-sosp": _lt_sosp, "lt-sosp-nonprivate": _lt_sosp}
@@ -184,13 +190,18 @@ def count_work(plan) -> Counts:
 
 # %% ../nbs/planning/35_cost.ipynb #de5780ff
 def _counting(problem):
-    "`problem` with its `value_each`/`grad_each` wrapped to tally (samples × points) per call; returns (problem, tally)."
-    tally, q = dict(values=0, grads=0), with_data(problem, problem.data)
-    def wrap(name, key):
+    "`problem` with `value_each`/`grad_each` (and a linear model's `psi` called directly) wrapped to tally (samples × points)."
+    tally, q, inside = dict(values=0, grads=0), with_data(problem, problem.data), []
+    def wrap(name, key, count):
         f = getattr(problem, name)
-        def g(X, batch): tally[key] += int(X.shape[0]) * int(X.shape[1]); return f(X, batch)
+        def g(X, y):
+            if count(): tally[key] += int(X.shape[0]) * int(X.shape[1])
+            inside.append(1)
+            try: return f(X, y)
+            finally: inside.pop()
         setattr(q, name, g)
-    wrap("value_each", "values"); wrap("grad_each", "grads")
+    wrap("value_each", "values", lambda: True); wrap("grad_each", "grads", lambda: True)
+    if hasattr(problem, "psi"): wrap("psi", "values", lambda: not inside)   # KLT Alg. 4's one-product path: ψ on (b, m) margins
     return q, tally
 
 # %% ../nbs/planning/35_cost.ipynb #73867bf5
@@ -201,8 +212,8 @@ def estimate_work(problem, # the `Problem` the plan is for: its loss type and da
     from dpnotebooks.problems import LinearModel
     c = count_work(plan); u = calibrate(problem, hessians=c.hessians > 0)
     p = problem.data.p; scale = plan.params.k / p if plan.algorithm == "abggmu-glm" else 1.0
-    per = dict(value=u.value * scale, grad=u.grad * scale, hess=u.hess)
-    seconds = (c.steps * u.step + c.draws * u.draw + sum(n * per[k] for n, k in ((c.values, "value"), (c.grads, "grad"), (c.hessians, "hess")) if n))
+    per = dict(value=(u.value_fast if c.fast else u.value) * scale, grad=u.grad * scale, hess=u.hess)
+    seconds = (c.steps * u.step + c.draws * (u.draw_fast if c.fast else u.draw) + sum(n * per[k] for n, k in ((c.values, "value"), (c.grads, "grad"), (c.hessians, "hess")) if n))
     pk = p * scale
     flops = (c.values * pk + 2 * c.grads * pk + c.hessians * pk * pk) if isinstance(problem, LinearModel) else None
     memory = 8 * (len(problem.data) * (p + 1) + 3 * c.floats)

@@ -28,12 +28,13 @@ def two_point_differences(problem, # a `Problem` (needs `value_each`)
                           U, # directions on the unit sphere, shape (b, m, d)
                           alpha:float, # smoothing radius α
                           x_prev=None, # optional second point: return D(x) − D(x_prev) over the same directions
+                          margins:bool|None=None, # linear models: ψ(<a,x> ± α<a,u>, y) (None: the problem's `margins`)
                          ):
     "f(x + αu_ij; ξ_i) − f(x − αu_ij; ξ_i) for every sample i and direction j: shape (b, m); with `x_prev`, its change from x_prev."
     xp = get_xp(); m = U.shape[1]
-    if getattr(problem, "margins", False):                            # opt-in for linear models: ψ(<a,x> ± α<a,u>, y)
+    if getattr(problem, "margins", False) if margins is None else margins:   # linear models: ψ(<a,x> ± α<a,u>, y)
         A, y = batch.A, batch.y[:, None]
-        s = alpha * einsum("bmd,bd->bm", U, A)                     # one product with the data, shared by both points
+        s = alpha * einsum("bmd,bd->bm", U, xp.astype(A, U.dtype, copy=False))   # one product with the data (in U's dtype), shared by both points
         def D(p): t = (A @ asarray(p))[:, None]; return problem.psi(t + s, y) - problem.psi(t - s, y)
         return D(x) if x_prev is None else D(x) - D(x_prev)
     def D(p):
@@ -48,8 +49,8 @@ def zo_from_differences(D, # function differences, shape (b, m)
                         scale:float=0.5, # 1/2 for the two-point estimator, 1 for ZTC's DIFF
                        ):
     "Per-sample estimates (scale·d/α)·mean_j D_ij u_ij: shape (b, d) (KLT eq. 4)."
-    b, m, d = U.shape
-    return einsum("bm,bmd->bd", D, U) * (scale * d / (alpha * m))
+    b, m, d = U.shape                                                   # float32 directions: the contraction runs in float32
+    return einsum("bm,bmd->bd", get_xp().astype(D, U.dtype, copy=False), U) * (scale * d / (alpha * m))
 
 # %% ../nbs/core/03_smoothing.ipynb #f5a28d91
 def zo_two_point(problem, # a `Problem`

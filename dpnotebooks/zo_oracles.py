@@ -8,7 +8,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/algorithms/zo_oracles.html.md"""
 from __future__ import annotations
 import math, numbers
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng, NOISE_DTYPE
+from .backend import get_xp, get_dtype, asarray, to_numpy, make_rng, NOISE_DTYPE
 from .ledger import Ledger, Release
 from .clipping import Clipped, ClipCounter, clip_rows
 from .smoothing import two_point_differences, zo_from_differences
@@ -29,21 +29,22 @@ def block_sizes(b:int, m:int, d:int, chunk:int) -> tuple:
     return max(1, min(b, chunk // (2 * ms * d))), ms
 
 # %% ../nbs/algorithms/11_zo_oracles.ipynb #cf9aa15b
-def zo_blocks(problem, z, batch, alpha:float, m:int, rng, chunk:int, z_prev=None, directions:str="shared"):
+def zo_blocks(problem, z, batch, alpha:float, m:int, rng, chunk:int, z_prev=None, directions:str="shared",
+              dtype=None, margins=None): # dtype of the directions (None: active); margins: see `two_point_differences`
     "Per-sample KLT eq. (4) estimates at z, or increments at (z, z_prev), one block of samples at a time: yields (b_block, d)."
-    b, d = len(batch), problem.dim
+    b, d, xp = len(batch), problem.dim, get_xp()
     bs, ms = block_sizes(b, m, d, chunk)
     for i, lo in enumerate(range(0, b, bs)):
         part, G = batch[lo:min(lo + bs, b)], 0.0               # stops within the batch (the array API refuses others)
         for j, mlo in enumerate(range(0, m, ms)):
-            U = rng.child(i, j).sphere((len(part), min(ms, m - mlo)), d)
+            U = rng.child(i, j).sphere((len(part), min(ms, m - mlo)), d, dtype=dtype)
             if z_prev is None or directions == "shared":                        # f(z ± αu) differences, or their change since z_{t−1}
-                term = zo_from_differences(two_point_differences(problem, z, part, U, alpha, x_prev=z_prev), U, alpha)
+                term = zo_from_differences(two_point_differences(problem, z, part, U, alpha, z_prev, margins), U, alpha)
             else:                                                               # fresh directions at z_{t−1} (KLT)
-                V = rng.child(i, j, 1).sphere(U.shape[:2], d)
-                term = (zo_from_differences(two_point_differences(problem, z, part, U, alpha), U, alpha)
-                        - zo_from_differences(two_point_differences(problem, z_prev, part, V, alpha), V, alpha))
-            G = G + term * (U.shape[1] / m)                                     # blocks of directions are weighted by size
+                V = rng.child(i, j, 1).sphere(U.shape[:2], d, dtype=dtype)
+                term = (zo_from_differences(two_point_differences(problem, z, part, U, alpha, margins=margins), U, alpha)
+                        - zo_from_differences(two_point_differences(problem, z_prev, part, V, alpha, margins=margins), V, alpha))
+            G = G + xp.astype(term, get_dtype(), copy=False) * (U.shape[1] / m)   # blocks weighted by size; clipped in the active dtype
         yield G
 
 # %% ../nbs/algorithms/11_zo_oracles.ipynb #e8f4a10d
@@ -171,17 +172,18 @@ class KLTMultiPassOracle(Oracle):
                  rng=None, # `RNG` or seed for the directions and the noise; None: OS entropy
                  directions:str="shared", # 'shared': the same m directions at z_t and z_{t−1}; 'independent': KLT's 2m
                  chunk:int=2**22, # largest array of query points, in floats
+                 fast:bool=True, # float32 directions and, for a linear model, one product with the data (False: the reference path)
                 ):
         _check_klt(problem, alpha, period, m, dict(sigma1=sigma1, sigma2=sigma2), C1, C2, directions, chunk)
         if (sigma1 > 0) != (sigma2 > 0) and period > 1: raise ValueError(f"`sigma1` and `sigma2` must both be positive (private) or both 0 (non-private). Found {sigma1!r}, {sigma2!r}.")
         if not hasattr(view, "full"): raise TypeError(f"`view` must be a `MultiPassView` (multi-pass access). Found {type(view).__name__}.")
         _klt_store(self, problem, alpha, period, m, C1, C2, directions, chunk, rng)
-        self.view, self.n, self.sigma1, self.sigma2 = view, view.n, float(sigma1), float(sigma2)
+        self.view, self.n, self.sigma1, self.sigma2, self.fast = view, view.n, float(sigma1), float(sigma2), bool(fast)
 
 # %% ../nbs/algorithms/11_zo_oracles.ipynb #4e462533
 def _mp_repr(self):
     return (f"KLTMultiPassOracle(n={self.n}, d={self.dim}, alpha={self.alpha:g}, period={self.period}, m={self.m}, sigma1={self.sigma1:g}, "
-            f"sigma2={self.sigma2:g}, C1={self.C1:g}, C2={self.C2:g}, directions={self.directions!r}, t={self.t_last})")
+            f"sigma2={self.sigma2:g}, C1={self.C1:g}, C2={self.C2:g}, directions={self.directions!r}, fast={self.fast}, t={self.t_last})")
 
 KLTMultiPassOracle.__repr__ = _mp_repr
 
@@ -221,11 +223,13 @@ def _mp_call(self, z, # the query point z_t, shape (d,)
     z = _check_call(self, z, t)
     _, tau = period_position(t, self.period)
     rng, data = self.rng.child(KLT_DIRECTIONS, t), self.view.full()
+    fast = dict(dtype="float32", margins=hasattr(self.problem, "psi") or None) if self.fast else {}
     if tau == 1:
-        g, c = clipped_block_mean(zo_blocks(self.problem, z, data, self.alpha, self.m, rng, self.chunk), self.C1, self.n)
+        g, c = clipped_block_mean(zo_blocks(self.problem, z, data, self.alpha, self.m, rng, self.chunk, **fast), self.C1, self.n)
         sigma = self.sigma1
     else:                                          # the NOISED previous output g̃_{t−1} (post-processing)
-        mean, c = clipped_block_mean(zo_blocks(self.problem, z, data, self.alpha, self.m, rng, self.chunk, self.z_prev, self.directions), self.C2, self.n)
+        blocks = zo_blocks(self.problem, z, data, self.alpha, self.m, rng, self.chunk, self.z_prev, self.directions, **fast)
+        mean, c = clipped_block_mean(blocks, self.C2, self.n)
         g, sigma = self.g + mean, self.sigma2
     if sigma > 0: g = g + self.rng.child(KLT_NOISE, t).normal(self.dim, scale=sigma, dtype=NOISE_DTYPE)
     self.g, self.clip, self.z_prev, self.t_last = g, self.clip.add(c), z, t

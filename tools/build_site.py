@@ -194,13 +194,22 @@ def build(out: Path, jobs: int = 2, only=None, run: bool = True, skip_slow: bool
     paths = notebooks()
     pages = [(p.stem, title_of(nbformat.read(p, as_version=4)), "" if p.parent == NBS else p.parent.name) for p in paths]
     todo = [p for p in paths if not only or p.stem in only]
+    if run and not skip_slow: todo.sort(key=lambda p: -p.read_text().count("#| slow"))   # the longest first: the workers finish together
     copy_mathjax(out)
     if jobs > 1:
         with ProcessPoolExecutor(jobs) as ex:
-            names = list(ex.map(render, todo, [out] * len(todo), [pages] * len(todo), [run] * len(todo), [skip_slow] * len(todo)))
+            timed = list(ex.map(timed_render, todo, [out] * len(todo), [pages] * len(todo), [run] * len(todo), [skip_slow] * len(todo)))
     else:
-        names = [render(p, out, pages, run, skip_slow) for p in todo]
-    return names
+        timed = [timed_render(p, out, pages, run, skip_slow) for p in todo]
+    if run:
+        print("slowest pages (s):", ", ".join(f"{n} {t:.0f}" for n, t in sorted(timed, key=lambda x: -x[1])[:12]), flush=True)
+    return [n for n, _ in timed]
+
+
+def timed_render(path: Path, *args) -> tuple:
+    "(page name, seconds to execute and render it)."
+    t0 = time.time(); name = render(path, *args)
+    return name, time.time() - t0
 
 
 def main(argv=None) -> int:
