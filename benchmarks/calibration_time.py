@@ -12,14 +12,15 @@ import numpy as np
 from dpnotebooks import get_problem, plan
 from dpnotebooks.problems import Dataset
 from dpnotebooks.registry import ALGORITHMS
-from dpnotebooks import ledger, privacy, sosp_algorithm
+from dpnotebooks import ledger, privacy, sosp_algorithm, sosp_erm, ganesh_sosp
 
-PROBLEM = {"abggmu-spider": "sigmoid-glm", "abggmu-tree-spider": "sigmoid-glm", "lt-sosp": "sigmoid-glm"}   # else logistic
+PROBLEM = {"abggmu-spider": "sigmoid-glm", "abggmu-tree-spider": "sigmoid-glm", "lt-sosp": "sigmoid-glm", "lt-sosp-erm": "sigmoid-glm",
+           "ganesh-sosp": "sigmoid-glm"}   # else logistic
 SIZES = (1000, 10_000, 100_000, 1_000_000)
 
 def clear():
     "Forget every memoized calibration and accountant query (the package's lru_caches)."
-    for mod in (ledger, privacy, sosp_algorithm):
+    for mod in (ledger, privacy, sosp_algorithm, sosp_erm, ganesh_sosp):
         for f in vars(mod).values():
             if callable(getattr(f, "cache_clear", None)): f.cache_clear()
 

@@ -51,6 +51,8 @@ from .losses import from_jax, from_torch, FrameworkLoss
 from .data import code_labels, train_test_split, public_scaler, fit_private_scaler
 from .tuning import tune, plan_tuning, TuneResult
 import dpnotebooks.lower_bounds  # registers the problem 'abggmu-lower-bound' (it imports problems, so problems cannot import it)
+import dpnotebooks.ganesh_sosp  # registers ganesh-sosp, LT's baseline (nbs/algorithms/21b_ganesh_sosp)
+import dpnotebooks.sosp_erm  # registers lt-sosp-erm, LT App. C's ERM variant (nbs/algorithms/21a_sosp_erm)
 
 _all_ = ["set_backend", "get_backend", "use_backend", "available_backends", "Dataset", "Problem", "get_problem", "list_problems",
          "load_file", "with_data", "Ledger", "Result", "BudgetExceededError", "Plan", "InsufficientDataError", "list_algorithms",

@@ -89,7 +89,7 @@ def _spider_batches(run:_SpiderRun, t:int, bt:int) -> tuple:
     return without, {k: Dataset(np.concatenate([to_numpy(without.A), to_numpy(v.A)]), np.concatenate([to_numpy(without.y), [k]])) for k, v in run.canary.items()}
 
 # %% ../nbs/audits/42_audit_smooth.ipynb #2f7d525d
-def _mixture_lr(Y, Dp, Dm, s:float, p:float):
+def mixture_lr(Y, Dp, Dm, s:float, p:float):
     "One step's term of S: log of the (1 − p, p) mixture ratio of D' (shift Δ⁺) against D (shift Δ⁻), noise std s."
     u = lambda D: Y @ D / s ** 2 - D @ D / (2 * s ** 2)                               # score with the CLAIMED law: D' against D
     return (u(Dp) - u(Dm)) if p >= 1 else (np.logaddexp(math.log1p(-p), math.log(p) + u(Dp)) - np.logaddexp(math.log1p(-p), math.log(p) + u(Dm)))
@@ -108,7 +108,7 @@ def _spider_step(run:_SpiderRun, t:int) -> tuple:
     for k, (Delta, other, key) in enumerate(((Dp, Dm, 1.0), (Dm, Dm, -1.0))):          # runs on D' (canary ξ), then on D (ξ')
         Y_out, Y_in = (to_numpy(est(b, z, run.r.child(2, k, j, t), run.trials)[0]) - m0 for j, b in enumerate((without, withs[key])))
         Y = np.where((to_numpy(run.r.child(3, k, t).uniform(run.trials)) < p)[:, None], Y_in, Y_out)
-        out.append(_mixture_lr(Y, Dp, Dm, s, p))
+        out.append(mixture_lr(Y, Dp, Dm, s, p))
     return float(np.linalg.norm(Dp) / s), out
 
 # %% ../nbs/audits/42_audit_smooth.ipynb #e06b6e0c

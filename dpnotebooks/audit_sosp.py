@@ -22,7 +22,7 @@ from .sosp import sosp_parameters, sosp_releases, batch_size, clipped_mean_hessi
 __all__ = ['audit_lt_sosp', 'audit_lt_sosp_tree', 'SOSP_AUDITS', 'run_sosp_audit']
 
 # %% ../nbs/audits/43_audit_sosp.ipynb #32bb5957
-def _canary_pair(b:int, d:int, rng, steep:float) -> tuple:
+def sosp_canary_pair(b:int, d:int, rng, steep:float) -> tuple:
     "Two Rademacher batches of b samples that differ in row 0: z = +steep·1 and z = −steep·1 (the saddle's data)."
     A = to_numpy(Saddle.synthetic(b, d, seed=int(to_numpy(make_rng(rng).integers(0, 2**31, 1))[0])).A).copy()
     A2 = A.copy(); A[0], A2[0] = steep, -steep
@@ -39,7 +39,7 @@ def _sosp_calibration(d:int, epsilon:float, delta:float, alpha:float) -> tuple:
 def _escape_shift(p, d:int, x, r, steep:float, bug:str|None) -> tuple:
     "(Δ, k, σ, sensitivity, label) of the escape family: one refresh's Hessian batch holds the canary (LT Alg. 3)."
     F = 1e8 if bug == "no clipping" else 1.0
-    D, Dp = _canary_pair(p.b, d, r.child(0), steep)
+    D, Dp = sosp_canary_pair(p.b, d, r.child(0), steep)
     H = [to_numpy(clipped_mean_hessian(Saddle(data), x, data, p.M * F, p.b)[0]) for data in (D, Dp)]
     dH = H[1] - H[0]; lam, U = np.linalg.eigh(dH); u = U[:, np.argmax(np.abs(lam))]
     v = p.Xi * (1 - 1e-9) * u                                          # x_t − x_anchor on the worst path inside the Ξ-ball
@@ -52,14 +52,14 @@ def _tree_shift(p, d:int, x, r, steep:float, bug:str|None, step:float|None) -> t
     F = 1e8 if bug == "no clipping" else 1.0
     u_step = p.Xi / 2 if step is None else float(step)
     bt = 1 if bug == "fixed batch" else batch_size(u_step, p)
-    D, Dp = _canary_pair(bt, d, r.child(0), steep)
+    D, Dp = sosp_canary_pair(bt, d, r.child(0), steep)
     x_prev = x - u_step * np.eye(d)[0]
     m = [to_numpy(clipped_mean_difference(Saddle(data), x, x_prev, data, p.M * u_step * F, bt)[0]) for data in (D, Dp)]
     Delta, k, sigma, sens = m[1] - m[0], len(nodes_containing(2, p.T)), p.sigma_tree, p.s_max
     return Delta, k, sigma, sens, f"lt-sosp tree leaf 2 after a step {u_step:.3g} (b_t = {bt}, {k} nodes, replace-one)"
 
 # %% ../nbs/audits/43_audit_sosp.ipynb #721252f3
-def _summed_lr_scores(Delta, k:int, d:int, sigma_run:float, r, trials:int) -> tuple:
+def summed_lr_scores(Delta, k:int, d:int, sigma_run:float, r, trials:int) -> tuple:
     "LR scores ⟨Σᵢ Yᵢ, Δ⟩ of `trials` runs on D' and on D: the sum of k releases N(Δ·[D'], σ²I) is N(kΔ·[D'], kσ²I)."
     return tuple((k * Delta * s + Trials(r.child(1, s), trials).normal(d, sigma_run * math.sqrt(k))) @ Delta for s in (1, 0))
 
@@ -80,7 +80,7 @@ def run_sosp_audit(epsilon:float, delta:float, # the target `sosp_parameters` ca
     x = np.full(d, 0.5)                                                # an anchor where the samples' z matter (sin, cos ≠ 0)
     Delta, k, sigma, sens, label = _escape_shift(p, d, x, r, steep, bug) if release == "escape" else _tree_shift(p, d, x, r, steep, bug, step)
     sigma_run = sigma * (0.25 if bug == "sigma / 4" else 1.0)
-    scores = _summed_lr_scores(Delta, k, d, sigma_run, r, trials)
+    scores = summed_lr_scores(Delta, k, d, sigma_run, r, trials)
     mu = math.sqrt(k) * float(np.linalg.norm(Delta)) / sigma_run
     res = epsilon_lower_bound(scores[0], scores[1], delta, claim, confidence, n_thresholds, mechanism=label)
     return SmoothAudit(res, epsilon_of(gaussian_event(1.0, mu), delta), np.array([mu]), math.sqrt(k) * sens / sigma, scores)

@@ -22,6 +22,8 @@ from .audit import AUDITS
 import dpnotebooks.audit_algorithms  # registers the algorithm audits in AUDITS before the parser is built
 import dpnotebooks.audit_smooth  # registers the ABGGMU audits (abggmu-spider, -tree-spider, -convex, -glm)
 import dpnotebooks.audit_sosp  # registers the lt-sosp audits (lt-sosp, lt-sosp-tree)
+import dpnotebooks.audit_ganesh_sosp  # registers the ganesh-sosp audits (ganesh-sosp, ganesh-sosp-o1)
+import dpnotebooks.audit_sosp_erm  # registers the lt-sosp-erm audits (lt-sosp-erm, lt-sosp-erm-tree)
 from .one_run_audit import run_one_run_audit, ONE_RUN_AUDITS
 from .minimize import (minimize, list_algorithms, check_request, plan_run, planned_ledger, ALGORITHMS as REGISTRY,
                                   InsufficientDataError)
@@ -479,18 +481,21 @@ def _list_of(kind, name):
 # %% ../nbs/interface/50_cli.ipynb #63e7069e
 EXPERIMENTS = {
     "sample-complexity": ("KLT/ZTC: the smallest n reaching a Goldstein target against d (and accuracy against n), log-log slopes beside theory",
-                          dict(epsilons=[1.0], alpha=0.1, delta=1e-5, seeds=5, d=10)),
+                          dict(epsilons=[1.0], alpha=0.1, delta=1e-5, seeds=5, d=10, ds=[4, 8, 16, 32, 64])),
     "stationarity-rates": ("ABGGMU: gradient norms against n for private SpiderBoost, tree-based Spider and DP-SGD, beside the papers' rates",
-                           dict(epsilons=[1.0], alpha=0.1, delta=1e-5, seeds=5, d=10)),
+                           dict(epsilons=[1.0], alpha=0.1, delta=1e-5, seeds=5, d=10, ns=[2000, 4000, 8000, 16000, 32000])),
     "sosp-escape": ("LT: lt-sosp from next to a strict saddle, second-order points and samples against epsilon, with controls",
                     dict(epsilons=[0.5, 1.0, 2.0, 4.0], alpha=0.2, delta=1e-6, seeds=5, d=4)),
     "utility": ("held-out accuracy against epsilon on breast-cancer, digits and wine: every applicable algorithm, tuned DP-SGD, an MLP, a non-private reference",
                 dict(epsilons=[0.5, 1.0, 2.0, 4.0, 8.0], delta=1e-5, seeds=3)),
+    "generalization": ("KLT Prop. 5.1: empirical vs population Goldstein norms of klt-multi-pass's output against n and d, beside the bound",
+                       dict(epsilons=[8.0], alpha=0.02, delta=1e-5, seeds=3, ns=[250, 500, 1000, 2000, 4000], ds=[4, 16])),
 }
 _QUICK = {"sample-complexity": dict(ds=[4, 8], epsilons=[4.0], accuracy_epsilons=[4.0], algorithms=["ztc-naive", "klt-single-pass"], seeds=2,
                                    n_min=2000, n_max=32000),
           "stationarity-rates": dict(ns=[2000, 6000, 18000], seeds=2), "sosp-escape": dict(epsilons=[1.0], seeds=2, n=400_000),
-          "utility": dict(datasets=["breast-cancer"], epsilons=[1.0, 8.0], seeds=1, algorithms=["dp-sgd", "abggmu-tree-spider"])}
+          "utility": dict(datasets=["breast-cancer"], epsilons=[1.0, 8.0], seeds=1, algorithms=["dp-sgd", "abggmu-tree-spider"]),
+          "generalization": dict(ns=[250, 1000], ds=[4, 8], seeds=1)}
 
 # %% ../nbs/interface/50_cli.ipynb #04f846e9
 def _experiment_args(args):
@@ -513,6 +518,10 @@ def _run_experiment(args, base:int, grid:dict) -> tuple:
         res = utility_experiment(datasets=args.datasets or list(UTILITY_DATASETS), epsilons=args.epsilons, delta=args.delta,
                                  algorithms=args.algorithms or list(UTILITY_ALGORITHMS), seeds=args.seeds, base_seed=base, mlp=not args.no_mlp, tuned=not args.no_tuned,
                                  progress=not args.quiet, **grid)
+    elif args.name == "generalization":
+        from dpnotebooks.generalization import generalization_experiment, format_generalization as fmt, plot_generalization as plot
+        res = generalization_experiment(ns=args.ns, ds=args.ds, epsilons=args.epsilons, delta=args.delta, alpha=args.alpha, seeds=args.seeds, base_seed=base,
+                                        pop_n=20000 if args.quick else 50000, progress=not args.quiet, **grid)
     elif args.name == "stationarity-rates":
         from dpnotebooks.stationarity_rates import (stationarity_rates_experiment, format_stationarity_rates as fmt,
                                                     plot_stationarity_rates as plot, RATES)
@@ -652,7 +661,7 @@ def _add_run_target(r):
     "`dpnb run`'s privacy target, accuracy target, seed and accountant."
     r.add_argument("--epsilon", type=float, default=None, help="target epsilon (required for private algorithms)")
     r.add_argument("--delta", type=float, default=None, help="target delta (required for private algorithms)")
-    r.add_argument("--alpha", type=float, default=None, help="Goldstein radius; the guarantee is at 2*alpha (default 0.1*Phi/L)")
+    r.add_argument("--alpha", type=float, default=None, help="smoothing/Goldstein radius; the guarantee is at 2*alpha (default 0.1*Phi/L; dp-sgd: 0, plain DP-SGD without perturbation)")
     r.add_argument("--beta", type=float, default=None, help="target Goldstein norm (default: the best the data allow)")
     r.add_argument("--seed", type=int, default=None, help="seed: reproducible run (default: OS entropy)")
     r.add_argument("--accountant", choices=list(ACCOUNTANTS), default=DEFAULT_ACCOUNTANT,
@@ -719,14 +728,14 @@ def _add_audit(sub):
     a.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")
     a.add_argument("--one-run", metavar="ALGO", choices=ONE_RUN_AUDITS, default=None,
                    help=f"one-run audit (Steinke, Nasr, Jagielski 2023) of an algorithm instead: m canaries, one training run ({', '.join(ONE_RUN_AUDITS)})")
-    a.add_argument("--canaries", type=_positive_int, default=1000, help="--one-run: canaries m, each in with probability 1/2 (default 1000)")
-    a.add_argument("--guesses", type=_positive_int, default=None, help="--one-run: guesses k on the most confident canaries (default m/10)")
+    a.add_argument("--canaries", type=_positive_int, default=None, help="--one-run: canaries m, each in with probability 1/2 (default: the algorithm's ONE_RUN_DEFAULTS, 1000 for most)")
+    a.add_argument("--guesses", type=_positive_int, default=None, help="--one-run: guesses k on the most confident canaries (default: ONE_RUN_DEFAULTS, m/10 for most)")
     a.set_defaults(func=cmd_audit)
 
 # %% ../nbs/interface/50_cli.ipynb #82505ba9
 def _add_experiment_grid(x):
     "`dpnb experiment`'s grid and targets (sample-complexity's; alpha, delta and seeds serve every experiment)."
-    x.add_argument("--ds", type=_list_of(int, "--ds"), default=[4, 8, 16, 32, 64], help="dimensions, comma-separated (default 4,8,16,32,64)")
+    x.add_argument("--ds", type=_list_of(int, "--ds"), default=None, help="dimensions, comma-separated (default 4,8,16,32,64; generalization 4,16)")
     x.add_argument("--epsilons", type=_list_of(float, "--epsilons"), default=None,
                    help="epsilons of the smallest-n grid and the slopes (default 1), of sosp-escape (default 0.5,1,2,4), or of utility (default 0.5,1,2,4,8)")
     x.add_argument("--accuracy-epsilons", type=_list_of(float, "--accuracy-epsilons"), default=[1.0, 4.0],
@@ -755,8 +764,8 @@ def _add_experiment(sub):
     x.add_argument("--jobs", type=_positive_int, default=1, help="local Dask workers (processes) running the runs of a grid in parallel (default 1: no Dask)")
     x.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (e.g. tcp://host:8786) to run the grid on instead")
     x.add_argument("--fresh", action="store_true", help="ignore the finished runs saved in OUT/runs.jsonl and start the grid over")
-    x.add_argument("--ns", type=_list_of(int, "--ns"), default=[2000, 4000, 8000, 16000, 32000],
-                   help="stationarity-rates: training-set sizes, comma-separated (default 2000,4000,8000,16000,32000)")
+    x.add_argument("--ns", type=_list_of(int, "--ns"), default=None,
+                   help="training-set sizes, comma-separated: stationarity-rates (default 2000,4000,8000,16000,32000), generalization (default 250,500,1000,2000,4000)")
     x.add_argument("--d", type=_positive_int, default=None, help="stationarity-rates: dimension (default 10); sosp-escape (default 4)")
     x.add_argument("--epsilon", type=float, default=1.0, help="stationarity-rates: target epsilon (default 1)")
     x.add_argument("--datasets", type=_list_of(str, "--datasets"), default=None, help="utility: datasets, comma-separated (default breast-cancer,digits,wine)")
@@ -774,8 +783,9 @@ def _add_bench(sub):
     bn.add_argument("--quick", action="store_true", help="the small grid (CI)")
     bn.add_argument("--dtype", default="float64", help="kernel dtype: float64, float32, or float64,float32 for both (default float64)")
     bn.add_argument("--algorithms", type=lambda s: [a for a in s.split(",") if a], default=None, help="end-to-end rows, comma-separated (default: all)")
-    bn.add_argument("--out", default=None, help="JSON file for the raw results")
-    bn.add_argument("--markdown", default="BENCHMARKS.md", help="the tables (default BENCHMARKS.md; '' to skip)")
+    bn.add_argument("--output-dir", default=None, help="directory for bench.json and BENCHMARKS.md (default dpnb-bench/, created)")
+    bn.add_argument("--out", default=None, help="JSON file for the raw results (default OUTPUT_DIR/bench.json)")
+    bn.add_argument("--markdown", default=None, help="the tables (default OUTPUT_DIR/BENCHMARKS.md; '--markdown BENCHMARKS.md' rewrites the repository's file; '' to skip)")
     bn.add_argument("--quiet", action="store_true", help="no progress bar")
     bn.set_defaults(func=_cmd_bench)
 

@@ -1,4 +1,4 @@
-"""Noisy stochastic gradient descent on per-sample clipped gradients (Abadi et al. 2016), on a nonsmooth loss through gradients at randomly perturbed points; shuffled batches priced without amplification, or Poisson batches priced with it.
+"""Noisy stochastic gradient descent on per-sample clipped gradients (Abadi et al. 2016): plain (α = 0, the default of `minimize`), or on a nonsmooth loss through gradients at randomly perturbed points; shuffled batches priced without amplification, or Poisson batches priced with it; the MLP of the benchmarks with fused per-sample clipping (norms from b × h numbers, the clipped sum as two matrix products).
 
 Docs: https://dpnotebooks.github.io/dpnotebooks/algorithms/dpsgd.html.md"""
 
@@ -9,24 +9,24 @@ from __future__ import annotations
 import math, numbers
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, get_device, get_dtype, asarray, to_numpy, vnorm, make_rng, NOISE_DTYPE
+from .backend import get_xp, get_device, get_dtype, asarray, to_numpy, vnorm, make_rng, einsum, NOISE_DTYPE
 from .validation import check_positive, check_count
 from .ledger import Release, Ledger
-from .clipping import ClipCounter, fo_grad_clipped
+from .clipping import ClipCounter, Clipped, fo_grad_clipped
 from .streams import MultiPassView
-from .problems import Dataset
+from .problems import Dataset, Problem, check_points
 from .o2nc import clip_ball
 from .checkpoint import Checkpointer
 from .runloop import run_loop
 from functools import partial
 
 # %% auto #0
-__all__ = ['DPSGD_STREAM', 'clipped_grad_sum', 'dpsgd_releases', 'DPSGDOutput', 'DPSGDState', 'dp_sgd']
+__all__ = ['DPSGD_STREAM', 'clipped_grad_sum', 'MLP', 'ball_marginal', 'dpsgd_releases', 'DPSGDOutput', 'DPSGDState', 'dp_sgd']
 
 # %% ../nbs/algorithms/13_dpsgd.ipynb #38fb7fa4
 DPSGD_STREAM = 0x7367  # first key ('sg') of DP-SGD's batch, perturbation and noise streams
 
-def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`)
+def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`; a `clipped_sum(x, batch, clip, Y, alpha, rng)` method, as `MLP` has, is used instead)
                      x, # the iterate x_t, shape (d,)
                      batch, # a `Dataset` of b ≥ 0 samples
                      clip:float, # per-sample gradient norm bound C
@@ -36,15 +36,126 @@ def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`)
                     ) -> tuple: # (Σ_i clip_C ∇f(x + y_i; ξ_i) of shape (d,), ClipCounter)
     "Sum over the batch of per-sample gradients at x + y_i, y_i ~ U(B_α), each clipped to norm C (Abadi et al. 2016, Alg. 1)."
     xp, d, b = get_xp(), int(problem.dim), len(batch)
-    rows = max(1, int(chunk) // d)
+    rows, fused = max(1, int(chunk) // d), getattr(problem, "clipped_sum", None)
     dt, dev = get_dtype(), get_device()
     total, count = xp.zeros(d, dtype=dt, device=dev), ClipCounter()
     for lo in range(0, b, rows):
-        sub = batch[lo:min(lo + rows, b)]
-        X = asarray(x) + (rng.child(lo).ball((len(sub), 1), d, alpha) if alpha > 0 else xp.zeros((len(sub), 1, d), dtype=dt, device=dev))
-        G, c = fo_grad_clipped(problem, X, sub, clip)
-        total, count = total + xp.sum(G, axis=(0, 1)), count.add(c)
+        sub = batch if rows >= b else batch[lo:min(lo + rows, b)]                   # one block: no copy
+        if fused is not None and not rng.secure: S, c = fused(x, sub, clip, alpha=alpha, rng=rng.child(lo))   # the perturbation's law, fewer draws
+        elif fused is not None: S, c = fused(x, sub, clip, None if alpha == 0 else rng.child(lo).ball(len(sub), d, alpha))
+        else:
+            Y = rng.child(lo).ball((len(sub), 1), d, alpha) if alpha > 0 else None
+            G, c = fo_grad_clipped(problem, asarray(x) + (Y if Y is not None else xp.zeros((len(sub), 1, d), dtype=dt, device=dev)), sub, clip)
+            S = xp.sum(G, axis=(0, 1))
+        total, count = total + S, count.add(c)
     return total, count
+
+# %% ../nbs/algorithms/13_dpsgd.ipynb #d1368047
+class MLP(Problem):
+    "The MLP p-h-1 (ReLU, biases, logistic loss on ±1 labels): per-sample gradients, and their clipped sum without forming them."
+    name, summary = "mlp", "one hidden ReLU layer with biases, logistic loss: nonsmooth, nonconvex"
+    classifier = True
+    def __init__(self, data:Dataset, hidden:int=32, L:float=1.0, x0=None, seed=0):
+        self.hidden, self.p = int(hidden), int(data.p)
+        h, p = self.hidden, self.p
+        if x0 is None:   # He init from a public seed: W1 ~ N(0, 2/p), w2 ~ N(0, 1/h), biases 0
+            r = make_rng(seed).child(3)
+            x0 = np.concatenate([to_numpy(r.child(0).normal(p * h)) * math.sqrt(2 / p), np.zeros(h + 1), to_numpy(r.child(1).normal(h)) / math.sqrt(h)])
+        super().__init__(data, p * h + 2 * h + 1, L=L, x0=x0)
+    def parts(self, X):
+        "(W1 (…, p, h), b1 (…, h), b2 (…), w2 (…, h)) of flat parameters X (…, dim)."
+        ph, h = self.p * self.hidden, self.hidden
+        return get_xp().reshape(X[..., :ph], X.shape[:-1] + (self.p, h)), X[..., ph:ph + h], X[..., ph + h], X[..., ph + h + 1:]
+
+# %% ../nbs/algorithms/13_dpsgd.ipynb #13d07c6c
+def _mlp_forward(self, X, A, each:bool):
+    "(pre-activations, logits): (b, k, h), (b, k) at per-sample points X (b, k, dim) when `each`, else (k, b, h), (k, b) at X (k, dim)."
+    W, b1, b2, w2 = self.parts(X)
+    if each: pre = einsum("bkph,bp->bkh", W, A) + b1
+    else: pre, b2, w2 = A @ W + b1[:, None, :], b2[:, None], w2[:, None, :]
+    return pre, get_xp().sum(get_xp().maximum(pre, 0) * w2, axis=-1) + b2
+
+def _mlp_dloss(z, y): return -y * 0.5 * (1 + get_xp().tanh(-0.5 * y * z))          # −y·σ(−yz), σ(t) = (1 + tanh(t/2))/2
+
+def _mlp_grad(self, X, batch, each:bool=False):
+    "Per-sample gradients (b, k, dim) when `each`, else (k, b, dim): (a ⊗ δ, δ, s, s·relu(pre)), δ = s·w2·1[pre > 0]."
+    xp, A = get_xp(), batch.A
+    pre, z = _mlp_forward(self, X, A, each)
+    s = _mlp_dloss(z, batch.y[:, None] if each else batch.y[None, :])
+    w2 = self.parts(X)[3] if each else self.parts(X)[3][:, None, :]
+    delta = s[..., None] * w2 * xp.astype(pre > 0, pre.dtype)
+    gW = (A[:, None, :, None] if each else A[None, :, :, None]) * delta[..., None, :]
+    return xp.concat([xp.reshape(gW, gW.shape[:2] + (-1,)), delta, s[..., None], s[..., None] * xp.maximum(pre, 0)], axis=-1)
+
+MLP.value = lambda self, X, batch: get_xp().logaddexp(0.0, -batch.y[None, :] * _mlp_forward(self, X, batch.A, False)[1])
+MLP.value_each = lambda self, X, batch: get_xp().logaddexp(0.0, -batch.y[:, None] * _mlp_forward(self, X, batch.A, True)[1])
+MLP.grad = _mlp_grad
+MLP.grad_each = lambda self, X, batch: _mlp_grad(self, X, batch, each=True)
+MLP.predict = lambda self, x, A: to_numpy(_mlp_forward(self, asarray(x)[None, :], asarray(A), False)[1][0])
+def _mlp_score(self, x, data=None) -> float:
+    "Accuracy at `x` on `data` (default its own data; evaluate on held-out data): class +1 where the logit is > 0."
+    d = self.data if data is None else data
+    return float(np.mean((self.predict(x, d.A) > 0) == (to_numpy(d.y) > 0)))
+MLP.score = _mlp_score
+
+# %% ../nbs/algorithms/13_dpsgd.ipynb #ca8fc000
+def ball_marginal(rng, # `RNG`
+                  b:int, # number of points
+                  k:int, # coordinates wanted
+                  D:int, # dimension of the ball, D ≥ k
+                  alpha:float, # its radius
+                 ): # (b, k) array
+    "The first k coordinates of b points uniform in B_α ⊂ R^D, exactly, from k normals, one χ²_{D−k} and one uniform per point."
+    xp, Z = get_xp(), rng.normal((b, k))
+    seed = int(to_numpy(rng.integers(0, 2**62, 1))[0])                               # χ² on the host (gamma is not in the array API)
+    rest = asarray(2 * np.random.default_rng(seed).standard_gamma((D - k) / 2, b)) if D > k else xp.zeros_like(Z[:, 0])
+    return Z * (alpha * rng.uniform(b) ** (1.0 / D) / xp.sqrt(xp.sum(Z * Z, axis=1) + rest))[:, None]
+
+# %% ../nbs/algorithms/13_dpsgd.ipynb #8d44c970
+def _mlp_at(self, x, A, Y=None, alpha:float=0.0, rng=None) -> tuple:
+    "(pre-activations (b, h), output weights, output bias) of each row of A at x, at x + Y_i, or at x + y_i, y_i ~ U(B_α) (3h+1 directions)."
+    xp, h, D = get_xp(), self.hidden, self.dim
+    W, b1, b2, w2 = self.parts(asarray(x))
+    pre = A @ W + b1
+    if Y is not None:
+        YW, yb1, yb2, yw2 = self.parts(Y)
+        return pre + einsum("bph,bp->bh", YW, A) + yb1, w2 + yw2, b2 + yb2
+    if alpha == 0: return pre, w2, b2
+    Z = ball_marginal(rng, A.shape[0], 3 * h + 1, D, alpha)                     # uᵢᵀY_W, then the b1, b2, w2 coordinates
+    return pre + xp.sqrt(xp.sum(A * A, axis=1))[:, None] * Z[:, :h] + Z[:, h:2 * h], w2 + Z[:, 2 * h + 1:], b2 + Z[:, 2 * h]
+
+# %% ../nbs/algorithms/13_dpsgd.ipynb #0d56c515
+def _mlp_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng=None) -> tuple:
+    "(Σ_i clip_C ∇f(x + y_i; ξ_i) (dim,), Clipped counts) without forming per-sample gradients; y_i = Y_i, or ~ U(B_α) from `rng`, or 0."
+    xp, A = get_xp(), batch.A
+    pre, w2, b2 = _mlp_at(self, x, A, Y, alpha, rng)
+    hid = xp.maximum(pre, 0)
+    s = _mlp_dloss(xp.sum(hid * w2, axis=-1) + b2, batch.y)
+    delta = s[:, None] * w2 * xp.astype(pre > 0, pre.dtype)
+    n2 = (xp.vecdot(A, A) + 1) * xp.vecdot(delta, delta) + s * s * (1 + xp.vecdot(hid, hid))    # ‖g_i‖², from b × h numbers
+    bad = ~xp.isfinite(n2); nbad = int(xp.count_nonzero(bad))
+    if nbad:   # rare: a sample whose ‖g_i‖² is not finite (a NaN or inf in it, or above ~1e308) contributes 0 and is counted
+        z = xp.zeros_like(n2)
+        n2, s = xp.where(bad, z, n2), xp.where(bad, z, s)
+        A, delta, hid = (xp.where(bad[:, None], 0.0, v) for v in (A, delta, hid))
+    norm = xp.sqrt(n2)
+    c = xp.minimum(1.0, clip / xp.maximum(norm, xp.finfo(norm.dtype).smallest_normal))
+    cd, cs = c[:, None] * delta, c * s
+    S = xp.concat([xp.reshape(A.T @ cd, (-1,)), xp.sum(cd, axis=0), xp.sum(cs)[None], hid.T @ cs])
+    return S, Clipped(None, int(xp.count_nonzero(norm > clip * (1 + 1e-12))), int(s.shape[0]), nbad)
+
+MLP.clipped_sum = _mlp_clipped_sum
+
+# %% ../nbs/algorithms/13_dpsgd.ipynb #e212eaf8
+def _mlp_full_grad(self, X, batch=None):
+    "Average gradient over `batch` (default: all data) at each of the k points X (k, dim): matrix products, nothing per sample."
+    xp = get_xp(); X, batch = check_points(X, self.dim), self._batch(batch)
+    pre, z = _mlp_forward(self, X, batch.A, False)                                  # (k, b, h), (k, b)
+    s = _mlp_dloss(z, batch.y[None, :]) / len(batch)
+    delta = s[..., None] * self.parts(X)[3][:, None, :] * xp.astype(pre > 0, pre.dtype)
+    gW, gw2 = batch.A.T @ delta, xp.matrix_transpose(xp.maximum(pre, 0)) @ s[..., None]   # (k, p, h), (k, h, 1)
+    return xp.concat([xp.reshape(gW, (X.shape[0], -1)), xp.sum(delta, axis=1), xp.sum(s, axis=1)[:, None], gw2[..., 0]], axis=-1)
+MLP.full_grad = _mlp_full_grad
 
 # %% ../nbs/algorithms/13_dpsgd.ipynb #3264f07a
 def _epoch_batches(n:int, batch_size:int, epoch:int, rng):

@@ -8,12 +8,12 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/core/lower_bounds.html.md"""
 from __future__ import annotations
 import math
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import gammaln, betainc
 from .backend import get_xp, asarray, to_numpy, make_rng
 from .problems import Problem, Dataset, PROBLEMS
 
 # %% auto #0
-__all__ = ['LowerBound', 'thm7_bound', 'thm7_rate', 'thm2_bound', 'thm2_rate']
+__all__ = ['LowerBound', 'thm7_bound', 'thm7_rate', 'thm2_bound', 'thm2_rate', 'thm2_fp_bound']
 
 # %% ../nbs/core/04g_lower_bounds.ipynb #0339c3af
 def _huber(R, L1:float, s:float):
@@ -26,17 +26,19 @@ def _huber(R, L1:float, s:float):
 # %% ../nbs/core/04g_lower_bounds.ipynb #ba96dd52
 class LowerBound(Problem):
     "ABGGMU Thm 2 (Huber distance, data in W_{B/4}) or Thm 7 (biased coin, Huber regularizer) hard instance."
-    name, summary = "abggmu-lower-bound", "ABGGMU Thm 2 / Thm 7 hard instances (theorem=2|7, v=±1): convex, smooth, L = L0"
+    name, summary = "abggmu-lower-bound", "ABGGMU Thm 2 / Thm 7 hard instances (theorem=2|7, v=±1; fingerprint=m: Thm 2's fingerprinting data): convex, smooth, L = L0"
     convex = smooth = True
     UNIFORMS = "abggmu-lower-bound-uniforms"
     @staticmethod
     def synthetic(n:int, d:int, seed=0, outlier_fraction:float=0.0):
         "Uniforms on [0, 1): the instance is built from them by the constructor (`theorem`, `v`)."
         return Dataset(to_numpy(make_rng(seed).uniform((n, d))), np.zeros(n), LowerBound.UNIFORMS)
-    def __init__(self, data:Dataset, theorem:int=2, v:int=1, L0:float=1.0, L1:float=1.0, k:int=1):
+    def __init__(self, data:Dataset, theorem:int=2, v:int=1, L0:float=1.0, L1:float=1.0, k:int=1, fingerprint:int=0):
         if theorem not in (2, 7): raise ValueError(f"`theorem` must be 2 or 7 (ABGGMU's lower bounds). Found {theorem!r}.")
         if v not in (1, -1): raise ValueError(f"`v` must be +1 or -1 (the two instances of the pair). Found {v!r}.")
-        self.theorem, self.v, self.L0, self.L1, self.k = theorem, v, float(L0), float(L1), int(k)
+        if fingerprint and (theorem != 2 or data.name != self.UNIFORMS):
+            raise ValueError("`fingerprint` (rows of Thm 2's fingerprinting instance) needs theorem=2 and the synthetic data (data=None).")
+        self.theorem, self.v, self.L0, self.L1, self.k, self.fingerprint = theorem, v, float(L0), float(L1), int(k), int(fingerprint)
         n, d = data.A.shape
         self.p = 1 / math.sqrt(16 * n)                                  # Thm 7's bias
         A = self._instance(data) if data.name == self.UNIFORMS else _lb_check_rows(self, data.A)
@@ -48,6 +50,7 @@ def _lb_instance(self, data):
     U = to_numpy(data.A); n, d = U.shape
     if self.theorem == 7:
         A = np.zeros((n, d)); A[:, 0] = np.where(U[:, 0] < (1 + self.v * self.p) / 2, 1.0, -1.0); return A
+    if self.fingerprint: return _lb_fingerprint(self, U)                 # the last section's instance
     if not 1 <= self.k <= n: raise ValueError(f"`k` (rows that differ between S_+1 and S_-1) must be in 1..n = {n}. Found {self.k}.")
     B = self.L0 / self.L1
     A = np.where(U < 0.5, -1.0, 1.0) * B / (4 * math.sqrt(d)); A[: self.k] = 0.0; A[: self.k, 0] = self.v * B / 4
@@ -106,3 +109,27 @@ def thm2_bound(n:int, epsilon:float, delta:float, L0:float=1.0) -> tuple:
 def thm2_rate(n:int, d:int, epsilon:float, delta:float, L0:float=1.0) -> float:
     "Thm 2's Ω(L0·min(1, √(d log(1/δ))/(nε))) with constant 1 (a shape, not a bound)."
     return L0 * min(1.0, math.sqrt(d * math.log(1 / delta)) / (n * epsilon))
+
+# %% ../nbs/core/04g_lower_bounds.ipynb #d68fab76
+def _fp_mu(m:int) -> float:
+    "μ_m = E|ȳ − p| for p ~ U[−1, 1] and m draws in {±1} of mean p, exactly (incomplete beta; q = (1+p)/2 ~ U[0, 1])."
+    k = np.arange(m + 1); a = k / m
+    W, Wlo = 1 / (m + 1), betainc(k + 1, m - k + 1, a) / (m + 1)          # ∫ Bin(k; m, q) dq over [0, 1] and over [0, a]
+    Q = (k + 1) / ((m + 1) * (m + 2)); Qlo = Q * betainc(k + 2, m - k + 1, a)  # the same integrals of q·Bin(k; m, q)
+    return float(2 * np.sum(a * (2 * Wlo - W) - (2 * Qlo - Q)))
+
+def _lb_fingerprint(self, U):
+    "`fingerprint=m`: p = 2U[n−1] − 1 ~ U[−1, 1]^d; rows i < m are (B/4√d)·y_i, y_ij = ±1 with mean p_j; the other rows are 0."
+    n, d = U.shape; m = self.fingerprint
+    if not 1 <= m <= n - 1: raise ValueError(f"`fingerprint` (rows of the instance) must be in 1..n−1 = {n - 1}. Found {m}; `thm2_fp_bound` gives a good m.")
+    A = np.zeros((n, d)); p = 2 * U[-1] - 1
+    A[:m] = np.where(U[:m] < (1 + p) / 2, 1.0, -1.0) * self.L0 / self.L1 / (4 * math.sqrt(d)); return A
+
+# %% ../nbs/core/04g_lower_bounds.ipynb #f93320b4
+def thm2_fp_bound(n:int, d:int, epsilon:float, delta:float, L0:float=1.0) -> tuple:
+    "(bound, m): ABGGMU Thm 2 by fingerprinting, on `fingerprint=m` data: E||∇F(w̄;S)|| ≥ max_m (L0m/4n)(1/3 − μ_m − (m/2)((e^ε−1)√(2/3d) + 4δ)); no √log(1/δ)."
+    c = math.expm1(epsilon) * math.sqrt(2 / (3 * d)) + 4 * delta
+    m = np.arange(1, max(1, min(n - 1, math.ceil(2 / (3 * c)))) + 1)   # negative beyond m = 2/(3c); row n−1 carries p
+    b = L0 * m / (4 * n) * (1 / 3 - np.array([_fp_mu(int(j)) for j in m]) - m / 2 * c)
+    i = int(np.argmax(b)); return max(float(b[i]), 0.0), int(m[i])
+

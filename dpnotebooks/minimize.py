@@ -258,6 +258,13 @@ def _klt_eta(plan:Plan) -> Plan:
         G1 = _klt_single_G1(plan.d, plan.alpha, plan.L, L1, p.D, p.m, p.period, p.sigma, first_order, p.directions)
     return plan._replace(params=p._replace(eta=p.D / (G1 * math.sqrt(p.M))), derivation=dict(plan.derivation, G1=G1))
 
+def _klt_multi_shape(plan:Plan) -> Plan:
+    "The plan with σ1 = σ2·α/(D√(dΣ)), Thm. 4.1's split at its own D and Σ (the accountant then scales the pair to ε)."
+    p = plan.params
+    return plan._replace(params=p._replace(sigma=p.sigma2 * plan.alpha / (p.D * math.sqrt(plan.d * p.period))))
+
+NOISE_SHAPES: dict = {"klt-multi-pass": _klt_multi_shape}   # algorithm -> plan -> its NOISE fields in the recipe's proportions
+
 # %% ../nbs/planning/30_minimize.ipynb #881b6950
 _KLT_MULTI_ERRATA = ("Thm. 4.1: D = αβ²/L² and T = ΦL²/(αβ³) (printed α², α² are typos)",
                      "Lemma 4.3: m must also make the increments' sensitivity small (enforced by clipping; m = max of both)",
@@ -494,7 +501,7 @@ for _alg in (
     o2nc_algorithm("ztc", "ZTC Thm. 4.9: O2NC with restarts + variance-reduced zeroth-order oracle, tree per period", ztc_recipe, _build_ztc),
     o2nc_algorithm("ztc-naive", "ZTC App. E: O2NC + one-direction two-point oracle, fresh Gaussian noise each step", naive_recipe, _build_naive),
     o2nc_algorithm("o2nc-nonprivate", "Kornowski & Shamir 2023: O2NC + two-point oracle, no noise (NOT private)", _nonprivate, _build_naive, private=False),
-    Algorithm("dp-sgd", "DP-SGD on F_alpha: per-sample clipped gradients at x + y, y ~ U(B_alpha), Gaussian noise", dpsgd_recipe,
+    Algorithm("dp-sgd", "DP-SGD: per-sample clipped gradients, Gaussian noise; plain (alpha = 0, the default) or on F_alpha at x + y, y ~ U(B_alpha)", dpsgd_recipe,
               planned=lambda problem, plan: _dpsgd_ledger_at(plan, plan.params.T), run=lambda *a: _run_dpsgd(*a), access="multi-pass",
               ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step), params=DPSGDParams, stationarity="gradient", alpha_default=0.0),
 ): register(_alg)
@@ -569,6 +576,7 @@ def _override(problem, plan:Plan, alg, fields:dict) -> Plan:
     if fields:
         plan = plan.tune(**fields)
         if alg.private and not noise_given and set(fields) - set(alg.params.FREE):
+            plan = NOISE_SHAPES.get(alg.name, lambda p: p)(plan)          # the recipe's split of the noise at the new fields
             c = calibrate_ledger(alg.planned(problem, plan), plan.epsilon, plan.delta, plan.accountant)
             plan = plan._replace(params=scale_noise(plan.params, c))
     plan = _fit_noise(problem, plan, alg) if alg.private and not noise_given else plan

@@ -16,10 +16,25 @@ from .registry import InsufficientDataError
 from .minimize import plan_run, ALGORITHMS
 from .audit_algorithms import AUDIT_SPECS, SignedAbs, audit_data, Canary, widen
 from .dpsgd import dp_sgd, dpsgd_releases
+from .privacy import DEFAULT_ACCOUNTANT
+from .clipping import fo_grad_clipped
+from .convex_glm import clipped_mean_grad, jl_matrix, jl_project, JL_STREAM
+from .audit_smooth import ScaledAbs, mixture_lr
+from .spiderboost import SpiderState, spider_estimate, poisson_indices
+from .clipping import ClipCounter
+from .ledger import Ledger
+from .tree import nodes_containing
+from .sosp import sosp_releases
+from .sosp_erm import erm_releases
+from .ganesh_sosp import ganesh_releases
+from contextlib import contextmanager
+import dpnotebooks.zo_oracles as zo_oracles, dpnotebooks.ztc_oracle as ztc_oracle   # the one-run audit taps their clipped rows
+from .clipping import clip_rows
+from .o2nc import period_position
 
 # %% auto #0
-__all__ = ['SEPARABLE', 'ONE_RUN_AUDITS', 'one_run_p_value', 'one_run_epsilon', 'count_guesses', 'OneRunAudit', 'canary_shifts',
-           'run_one_run_audit']
+__all__ = ['SEPARABLE', 'SMOOTH_ONE_RUN', 'ONE_RUN_AUDITS', 'ONE_RUN_DEFAULTS', 'one_run_p_value', 'one_run_epsilon',
+           'count_guesses', 'OneRunAudit', 'canary_shifts', 'CanaryShifts', 'recorded_shifts', 'run_one_run_audit']
 
 # %% ../nbs/audits/45_one_run_audit.ipynb #5cd9ef06
 def one_run_p_value(m:int, # canaries, each included independently with probability 1/2
@@ -106,11 +121,11 @@ def _dpsgd_one_run(epsilon, delta, m, r, bug, steep, n_honest:int=20, epochs:int
 def _oracle_plan(name:str, epsilon:float, delta:float, m:int, r) -> tuple:
     "(plan, honest, probe, rows, steps, T, claim): recipe plan in d = m + 1, the rows and steps the m canaries take, the claim."
     spec, alg = AUDIT_SPECS[name], ALGORITHMS[name]
-    for grow in (1, 4, 16, 64):                                         # enough data for the recipe's first periods
+    for grow in (1, 4, 16, 64, 128):                                    # enough data for the recipe's first periods (ztc-naive: B ~ d²)
         honest = audit_data(grow * (spec.n + m), m + 1, r.child(0))
         try: plan = plan_run(SignedAbs(honest), name, epsilon, delta, **spec.overrides); break
         except InsufficientDataError:
-            if grow == 64: raise
+            if grow == 128: raise
     probe, access = alg.build(SignedAbs(honest), plan, r.child(1))   # the run as `minimize` builds it
     order = getattr(access, "order", None)
     if order is None: rows, steps, T = np.arange(m), np.ones(m, int), spec.steps(plan)   # multi-pass: every step reads every row
@@ -157,36 +172,233 @@ def canary_shifts(runs, # `_DiracRuns`
     else: H = np.stack([runs.units(np.eye(m)[j], 0, 0.0)[0] - U0 for j in range(m)])
     return U0, H
 
+# %% ../nbs/audits/45_one_run_audit.ipynb #0b604246
+class _RowTap:
+    "Collects, step by step, the clipped per-sample rows an oracle sums, keeping those at the canaries' batch positions."
+    def __init__(self, keep:dict): self.keep, self.t, self.b, self.got = keep, 0, {}, []   # keep[t]: (positions, canaries)
+    def take(self, G):
+        "Record one block of rows (b_block, d) of step self.t; count the step's rows (its batch size b)."
+        G, lo = to_numpy(G), self.b.get(self.t, 0); self.b[self.t] = lo + G.shape[0]
+        pos, j = self.keep.get(self.t, (np.zeros(0, int), np.zeros(0, int)))
+        sel = (pos >= lo) & (pos < lo + G.shape[0])
+        self.got.append((j[sel], np.full(int(sel.sum()), self.t), G[pos[sel] - lo]))
+
+@contextmanager
+def _tapped(tap:_RowTap):
+    "Route KLT's `clipped_block_mean` rows and ZTC's GRAD / DIFF rows through `tap` while the block runs (audit only)."
+    cbm, tp, fd = zo_oracles.clipped_block_mean, ztc_oracle.zo_two_point_clipped, ztc_oracle.zo_from_differences
+    def cbm_(blocks, bound, b):
+        def each():
+            for G in blocks: tap.take(G if math.isinf(bound) else clip_rows(G, bound).values); yield G
+        return cbm(each(), bound, b)
+    def tp_(*a, **k): G, c = tp(*a, **k); tap.take(G); return G, c
+    def fd_(*a, **k): G = fd(*a, **k); tap.take(G); return G
+    zo_oracles.clipped_block_mean, ztc_oracle.zo_two_point_clipped, ztc_oracle.zo_from_differences = cbm_, tp_, fd_
+    try: yield tap
+    finally: zo_oracles.clipped_block_mean, ztc_oracle.zo_two_point_clipped, ztc_oracle.zo_from_differences = cbm, tp, fd
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #6589108a
+class CanaryShifts(NamedTuple):
+    "h_j = Σ_e [J_e = j] P[s_e − 1] ⊗ rows_e: canary J_e's clipped row / b at step s_e, spread over the units by P (steps × units)."
+    U0: np.ndarray     # (T, d) noise-free units with every canary neutral
+    P: np.ndarray      # (T, T): units of a unit increment at each step
+    J: np.ndarray      # (E,) canary of each recorded row
+    s: np.ndarray      # (E,) its step
+    rows: np.ndarray   # (E, d) its clipped per-sample row divided by the step's batch size
+    m: int             # canaries
+    def dense(self) -> np.ndarray:
+        "H (m, T, d), as `canary_shifts` returns it (small m only)."
+        H = np.zeros((self.m, *self.U0.shape))
+        np.add.at(H, self.J, self.P[self.s - 1][:, :, None] * self.rows[:, None, :]); return H
+    def scores(self, W) -> np.ndarray:
+        "⟨h_j, W⟩ (T, d) for every canary j, without forming H."
+        return np.bincount(self.J, np.einsum("ed,ed->e", self.rows, (self.P @ W)[self.s - 1]), self.m)
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #5bc030b3
+def _keep(oracle, runs) -> dict:
+    "keep[t] = (positions in step t's batch, canaries): single-pass from the reading order, multi-pass every row at every step."
+    m, T = len(runs.rows), len(runs.Z)
+    if oracle.access == "multi-pass": return {t: (np.asarray(runs.rows, int), np.arange(m)) for t in range(1, T + 1)}
+    start = {s: oracle.samples_needed(s - 1) if s > 1 else 0 for s in set(runs.steps.tolist())}   # first sample of step s
+    keep = {}
+    for j, s in enumerate(runs.steps.tolist()): keep.setdefault(s, ([], [])); keep[s][0].append(j - start[s]); keep[s][1].append(j)
+    return {s: (np.array(p), np.array(j)) for s, (p, j) in keep.items()}
+
+def _increment_units(oracle, spec, T:int) -> np.ndarray:
+    "P (T, T): the units of a unit increment at step q (it stays in g_t until the period ends; `spec.units` is linear)."
+    k = [period_position(t, getattr(oracle, "period", 1))[0] for t in range(1, T + 1)]
+    ind = np.array([[float(t >= q and k[t - 1] == k[q - 1]) for t in range(1, T + 1)] for q in range(1, T + 1)])
+    return spec.units(ind[:, :, None], oracle)[0][:, :, 0]
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #706daceb
+def recorded_shifts(runs, # `_DiracRuns` of a zeroth-order oracle
+                   ) -> CanaryShifts:
+    "Every h_j from ONE noise-free run with all canaries at +1, its clipped rows tapped (a row at S_j is S_j times the row at +1)."
+    spec, m, T = AUDIT_SPECS[runs.name], len(runs.rows), len(runs.Z)
+    oracle = widen(runs.built(np.ones(m)), 1, 0, 0.0, spec.noise_keys)
+    tap, Y = _RowTap(_keep(oracle, runs)), []
+    with _tapped(tap):
+        for t, z in enumerate(runs.Z, 1): tap.t = t; Y.append(np.broadcast_to(to_numpy(oracle(z, t)), (1, len(z))))
+    if not tap.got: raise ValueError(f"No clipped zeroth-order rows were recorded for {runs.name!r}: `recorded_shifts` needs a KLT or "
+                                     "ZTC zeroth-order oracle (first order: `canary_shifts(runs, True)`).")
+    J, s, rows = (np.concatenate(a) for a in zip(*tap.got))
+    J, s, rows = J.astype(int), s.astype(int), rows / np.array([tap.b[t] for t in s])[:, None]
+    P = _increment_units(oracle, spec, T)
+    inc = np.zeros((T, rows.shape[1])); np.add.at(inc, s - 1, rows)       # Σ_j of the canaries' increments, per step
+    return CanaryShifts(spec.units(np.stack(Y, axis=1), oracle)[0][0] - P.T @ inc, P, J, s, rows, m)
+
 # %% ../nbs/audits/45_one_run_audit.ipynb #32bec792
 def _oracle_one_run(name, epsilon, delta, m, r, bug, steep) -> tuple:
     "(claim, scores, S, label): one run of an O2NC oracle with m Dirac canaries; score_j = ⟨U − U₀, h_j⟩_σ (the LR of S_j = ±1)."
     plan, honest, probe, rows, steps, T, claim = _oracle_plan(name, epsilon, delta, m, r)
     runs = _DiracRuns(name, plan, honest, rows, steps, _dirac_path(AUDIT_SPECS[name], plan, steps, T), r, bug, steep)
-    U0, H = canary_shifts(runs, name in SEPARABLE)
+    if name in SEPARABLE: U0, H = canary_shifts(runs, True); score = lambda W: np.einsum("mtd,td->m", H, W)
+    else: sh = recorded_shifts(runs); U0, score = sh.U0, sh.scores     # one tapped noise-free run for every shift
     S = _labels(r, m)
     U, std = runs.units(S, r.child(2), 1.0)                             # THE training run: one, with its noise
-    scores = np.einsum("mtd,td->m", H, (U - U0) / std[:, None] ** 2)
-    return claim, scores, S, f"{name} (d = {m + 1}, {T} steps, canaries read at steps {steps.min()}..{steps.max()})"
+    scores = score((U - U0) / std[:, None] ** 2)
+    read = "every step" if probe.access == "multi-pass" else f"steps {steps.min()}..{steps.max()}"
+    return claim, scores, S, f"{name} (d = {m + 1}, {T} steps, canaries read at {read})"
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #428c2cdc
+GLM_RANK_PER = 100   # the audited abggmu-glm's PUBLIC rank bound is ⌊(m+1)/GLM_RANK_PER⌋ (k below d = m + 1)
+
+def _abggmu_plan(name:str, epsilon:float, delta:float, m:int, n_honest:int=20) -> tuple:
+    "(plan, rows, L0, audited ledger, JL k or None, what is observed): the recipe's plan in d = m + 1 whose stage 1 holds m canaries and ≥ n_honest honest rows."
+    alg, n = ALGORITHMS[name], 2 * (m + n_honest)
+    extra = dict(rank=max(1, (m + 1) // GLM_RANK_PER), base="abggmu-convex") if name == "abggmu-glm" else {}
+    for _ in range(32):                                                 # T grows like log n: a few rounds
+        plan = alg.recipe(n, m + 1, epsilon, delta, None, None, 1.0, 1.0, accountant=DEFAULT_ACCOUNTANT, **extra)
+        p = plan.params.inner if name == "abggmu-glm" else plan.params
+        if p.m >= m + n_honest:
+            return plan, p.m, p.L0, alg.ledger_at(None, plan, 1), getattr(plan.params, "k", None), f"stage 1 of {p.T}: {p.m} rows"
+        n = max(n + 1, (m + n_honest) * p.T)
+    raise RuntimeError(f"{name}: no n found whose stage 1 holds {m} canaries.")
+
+def _tree_plan(name:str, epsilon:float, delta:float, m:int, n_honest:int=20) -> tuple:
+    "The same for abggmu-tree-spider: the recipe's plan whose round-1 root batch (b rows) holds the m canaries; the root's release."
+    alg, n = ALGORITHMS[name], 4 * (m + n_honest)
+    while True:                                                          # b grows like n^(2/3)
+        plan = alg.recipe(n, m + 1, epsilon, delta, None, None, 1.0, 1.0, accountant=DEFAULT_ACCOUNTANT); p = plan.params
+        if p.b >= m + n_honest: return plan, p.b, p.L0, Ledger(alg.ledger_at(None, plan, 1).releases[:1]), None, f"round 1's root: {p.b} rows, depth {p.depth}"
+        n *= 2
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #8d4efdde
+def _stage_problem(S, honest:Dataset, steep:float, Phi=None):
+    "Stage 1's problem: canary j = (e_{j+1}, steep·S_j) (label 0: zero loss), then the honest rows; `Phi`: the JL method's projection."
+    m = len(S)
+    data = Dataset(np.concatenate([np.eye(m, m + 1, 1), to_numpy(honest.A)]), np.concatenate([steep * np.asarray(S, float), to_numpy(honest.y)]), "stage 1")
+    return ScaledAbs(data) if Phi is None else jl_project(ScaledAbs(data), Phi)[0]
+
+def _stage_mean(prob, clip:float): return to_numpy(clipped_mean_grad(prob, np.zeros(int(prob.dim)), prob.data, clip)[0])
+
+def _stage_shifts(m:int, honest:Dataset, steep:float, Phi, clip:float) -> tuple:
+    "(M₀, G): stage 1's noise-free mean at w = 0 with every canary neutral, and canary j's shift g_j at S_j = +1, (m, dim)."
+    prob = _stage_problem(np.ones(m), honest, steep, Phi)
+    G = to_numpy(fo_grad_clipped(prob, np.zeros((m, 1, int(prob.dim))), prob.data[:m], clip)[0])[:, 0] / len(prob.data)
+    return _stage_mean(_stage_problem(np.zeros(m), honest, steep, Phi), clip), G
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #6250c823
+def _mean_release_scores(m:int, r, steep:float, clip:float, sigma:float, count:int, sigma_claimed:float, rows:int,
+                         divisor:int|None=None, Phi=None) -> tuple:
+    "(scores, S): `count` releases of a mean of clipped gradients at w = 0 (m canaries + rows − m honest rows, the sum over `divisor`) + N(0, σ²I); LMMSE scores."
+    honest, f = audit_data(rows - m, m + 1, r.child(0)), rows / (divisor or rows)   # f = 1: the mean over the rows held
+    M0, G = (f * a for a in _stage_shifts(m, honest, steep, Phi, clip))
+    S = _labels(r, m)
+    Y = f * _stage_mean(_stage_problem(S, honest, steep, Phi), clip) + to_numpy(r.child(2).normal((count, len(M0)), scale=sigma))
+    return G @ np.linalg.solve(G.T @ G + sigma_claimed ** 2 / count * np.eye(len(M0)), Y.mean(axis=0) - M0), S
+
+def _abggmu_one_run(name, epsilon, delta, m, r, bug, steep) -> tuple:
+    "(claim, scores, S, label): stage 1 of abggmu-convex (or of abggmu-glm over it), or tree-Spider's root, with m Dirac canaries, once; LMMSE scores."
+    plan, rows, L0, led, k, seen = (_tree_plan if name == "abggmu-tree-spider" else _abggmu_plan)(name, epsilon, delta, m)
+    rel = led.releases[0]; kw = dict(clip=L0, sigma=rel.sigma)          # the bugs of `dp_sgd`'s keywords apply as they are
+    if bug is not None: bug(kw, Canary(0, 1))
+    Phi = None if k is None else jl_matrix(k, m + 1, r.child(JL_STREAM, 0))
+    scores, S = _mean_release_scores(m, r, steep, kw["clip"], kw["sigma"], rel.count, rel.sigma, rows, Phi=Phi)
+    jl = f", JL k = {k}" if k is not None else ""
+    return led.spent(delta, plan.accountant), scores, S, f"{name} ({seen}, {rel.count} release{'s' * (rel.count > 1)} at w = 0, d = {m + 1}{jl})"
+
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #99c7195b
+def _spider_step_one_run(prob, p, led, n:int, t:int, F:float, zf:float, S, r) -> tuple:
+    "(y (m,), h (m,), claimed std, join rate): step t's release on the canaries' coordinates net of the honest batch, shifts at S = +1."
+    m, cp = len(S), t % p.q == 0
+    bt, rel = (p.b1, led.releases[0]) if cp else (p.b2, led.releases[1])
+    rate, z, c = bt / n, rel.sigma / rel.sensitivity, p.L0 / p.L1           # the ledger's noise multiplier of this kind of step
+    w = lambda s: np.full(m + 1, c * (-1.0) ** s)
+    state = SpiderState(t, w(t), w(t - 1) if t else w(t), np.zeros(m + 1), ClipCounter())
+    est = lambda rows, zz, rng: to_numpy(spider_estimate(prob, state, prob.data[rows], bt, cp, p.L0 * F, p.L1 * F, zz, rng)[0])
+    honest, canaries = m + poisson_indices(n - m, rate, r.child(1, t)), np.arange(m)
+    joined = canaries if rate >= 1 else np.flatnonzero(to_numpy(r.child(4, t).uniform(m)) < rate)   # the hidden Poisson coins
+    M0, h = est(honest, 0.0, None), est(canaries, 0.0, None)[1:] * S      # h_j: canary j's shift at S_j = +1 (the loss is linear in y)
+    Y = est(np.concatenate([honest, joined]), z * zf / F, r.child(2, t))
+    return (Y - M0)[1:], h, z * (p.L0 if cp else 2 * p.L0) / bt, rate
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #9ef18ff1
+def _spider_one_run(name, epsilon, delta, m, r, bug, steep, n_honest:int=20) -> tuple:
+    "(claim, scores, S, label): every step of abggmu-spider with m Dirac canaries, once; scores: summed mixture log-ratios."
+    n, alg = 2 * (m + n_honest), ALGORITHMS[name]
+    plan = alg.recipe(n, m + 1, epsilon, delta, None, None, 1.0, 1.0, accountant=DEFAULT_ACCOUNTANT)
+    p, led = plan.params, alg.ledger_at(None, plan, plan.params.T)
+    kw = dict(clip=p.L0, sigma=p.z)
+    if bug is not None: bug(kw, Canary(0, 0))                           # clip bounds ×F with the noise unchanged; the multiplier
+    S, honest = _labels(r, m), audit_data(n - m, m + 1, r.child(0))
+    data = Dataset(np.concatenate([np.eye(m, m + 1, 1) * steep, to_numpy(honest.A)]), np.concatenate([S, to_numpy(honest.y)]), "canaries")
+    scores = np.zeros(m)
+    for t in range(p.T):
+        y, h, s, rate = _spider_step_one_run(SignedAbs(data), p, led, n, t, kw["clip"] / p.L0, kw["sigma"] / p.z, S, r)
+        if not np.all(h == h[0]): raise RuntimeError("abggmu-spider audit: the canaries' shifts differ (one path sign, one clip bound expected).")
+        scores += mixture_lr(y[:, None], h[:1], -h[:1], s, rate)
+    return led.spent(delta, plan.accountant), scores, S, f"{name} (n = {n}, T = {p.T}, q = {p.q}, b1 = {p.b1}, b2 = {p.b2}, d = {m + 1}, every step)"
+
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #88701a02
+SOSP_ALPHA = 0.3   # the audited plans' target α (the multi-run audits'); G = M = ρ = B = 1, public
+
+def _sosp_plan(name:str, epsilon:float, delta:float, m:int) -> tuple:
+    "(plan, clip, batch b, audited ledger, releases observed, what is observed): the recipe's plan in d = m + 1 and its most exposed gradient release."
+    # n = 10⁹ covers the worst-case sample count; with α given, the calibration (b, T, σ's) does not depend on n
+    plan = ALGORITHMS[name].recipe(10**9, m + 1, epsilon, delta, SOSP_ALPHA, None, 1.0, 1.0, accountant=DEFAULT_ACCOUNTANT, M=1.0, rho=1.0)
+    p = plan.params
+    if name == "ganesh-sosp": return plan, p.G, p.b1, Ledger(ganesh_releases(p).releases[:1]), 1, f"one O1 release, b1 = {p.b1}"
+    q, led = (p.sosp, erm_releases(p)) if name == "lt-sosp-erm" else (p, sosp_releases(p))
+    trees = Ledger(tuple(x for x in led.releases if x.mechanism == "tree")); K, k = len(trees.releases), len(nodes_containing(1, q.T))
+    return plan, q.G, q.b, trees, K * k, f"leaf 1 of a refresh tree, b = {q.b}, T = {q.T}: {k} nodes" + (f" in each of {K} passes" if K > 1 else "")
+
+def _sosp_one_run(name, epsilon, delta, m, r, bug, steep, n_honest:int=20) -> tuple:
+    "(claim, scores, S, label): lt-sosp's (lt-sosp-erm's) refresh leaf or ganesh-sosp's O1 release with m Dirac canaries, once; LMMSE scores."
+    plan, clip, b, led, count, seen = _sosp_plan(name, epsilon, delta, m)
+    if b < m + n_honest: raise RuntimeError(f"{name}: the refresh batch b = {b} cannot hold {m} canaries and {n_honest} honest rows.")
+    sigma = led.releases[0].sigma; kw = dict(clip=clip, sigma=sigma)
+    if bug is not None: bug(kw, Canary(0, 1))
+    scores, S = _mean_release_scores(m, r, steep, kw["clip"], kw["sigma"], count, sigma, m + n_honest, b)
+    return led.spent(delta, plan.accountant), scores, S, f"{name} ({seen}; {count} release{'s' * (count > 1)} at w = 0, d = {m + 1})"
 
 # %% ../nbs/audits/45_one_run_audit.ipynb #9b877187
-ONE_RUN_AUDITS = ("dp-sgd", *AUDIT_SPECS)   # the registered algorithms with a one-run audit
+SMOOTH_ONE_RUN = {"abggmu-convex": _abggmu_one_run, "abggmu-glm": _abggmu_one_run, "abggmu-spider": _spider_one_run,
+                  "abggmu-tree-spider": _abggmu_one_run,   # ABGGMU: white box, releases of the fixed path
+                  "lt-sosp": _sosp_one_run, "lt-sosp-erm": _sosp_one_run, "ganesh-sosp": _sosp_one_run}   # second order: the refresh batch
+ONE_RUN_AUDITS = ("dp-sgd", *AUDIT_SPECS, *SMOOTH_ONE_RUN)   # the registered algorithms with a one-run audit
+# (m, k) one run affords on two cores where the oracle's cost grows with d = m + 1 (the table below); others: (1000, m/10)
+ONE_RUN_DEFAULTS = {"ztc-naive": (512, None), "ztc": (256, None), "klt-single-pass": (256, None), "klt-multi-pass": (32, 16)}
 
 def run_one_run_audit(name:str, # a key of ONE_RUN_AUDITS
                       epsilon:float, delta:float, # the target the recipe calibrates to
-                      canaries:int=1000, # m
-                      guesses:int|None=None, # k (default m/10): the auditor abstains on the other m − k
+                      canaries:int|None=None, # m (default 1000; the zeroth-order oracles: ONE_RUN_DEFAULTS)
+                      guesses:int|None=None, # k (default m/10, or ONE_RUN_DEFAULTS'): the auditor abstains on the other m − k
                       rng=None, # `RNG`, seed, or None (OS entropy): canary coins, noise
                       confidence:float=0.95, # 1 − β
-                      bug:Callable|None=None, # tests only: bug(kwargs of dp_sgd | built oracle, canary)
+                      bug:Callable|None=None, # tests only: bug(kwargs of dp_sgd or {clip, sigma} of an ABGGMU stage or SOSP batch | built oracle, canary)
                       steep:float=1000.0, # the canaries' slope (the problem declares L = 1)
                      ) -> OneRunAudit:
     "One training run with m Dirac canaries, each in with probability 1/2; k guesses; Steinke et al.'s ε lower bound."
     if name not in ONE_RUN_AUDITS:
         raise ValueError(f"No one-run audit for {name!r}. Available: {', '.join(ONE_RUN_AUDITS)}.")
+    canaries, k = ONE_RUN_DEFAULTS.get(name, (1000, None)) if canaries is None else (canaries, None)
     if not (isinstance(canaries, (int, np.integer)) and canaries >= 2): raise ValueError(f"`canaries` must be an integer >= 2. Found {canaries!r}.")
-    k, r = max(1, canaries // 10) if guesses is None else guesses, make_rng(rng)
+    k, r = (k or max(1, canaries // 10)) if guesses is None else guesses, make_rng(rng)
     if not 1 <= k <= canaries: raise ValueError(f"`guesses` must be between 1 and canaries = {canaries}. Found {k}.")
-    run = _dpsgd_one_run if name == "dp-sgd" else (lambda *a: _oracle_one_run(name, *a))
+    run = _dpsgd_one_run if name == "dp-sgd" else (lambda *a: SMOOTH_ONE_RUN.get(name, _oracle_one_run)(name, *a))
     claim, scores, S, label = run(epsilon, delta, canaries, r, bug, steep)
     rr, v = count_guesses(scores, S, k)
     return OneRunAudit(name, float(claim), delta, canaries, rr, v, one_run_epsilon(canaries, rr, v, delta, confidence), confidence, label, scores, S)

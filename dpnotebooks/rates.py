@@ -235,6 +235,11 @@ def _sosp_rows() -> list:
         R("Ganesh et al. 2023", "sosp", "population", "second", True, "upper", "n^{-1/3} + x^{3/7}", f"{_L}, row Ganesh et al. 2023",
           _by_rate(lambda n, d, e, dl, a: n ** (-1 / 3) + _x(n, d, e) ** (3 / 7)), None, _SOSP + " (claimed; LT §3.2 disputes it)",
           cited("Ganesh et al. 2023"), _DP),
+        R("Ganesh et al. 2023 as LT describe it (recipe, calibrated)", "sosp", "population", "second", True, "upper",
+          "n^{-1/3} + x^{3/7} (claimed)", f"{_L}, row Ganesh et al. 2023; lt-sosp.md §3.2", _by_recipe("ganesh-sosp", sosp=True, M=1.0, rho=1.0),
+          "ganesh-sosp", _SOSP + " claimed; the direct fix certifies only λ_min ≥ −√ρ d^{1/5} α^{2/5} (LT §1.1)",
+          "Ganesh et al. 2023, as described in LT §1.1-1.2 (nbs/algorithms/21b_ganesh_sosp)", _DP,
+          erratum="escape by perturbation + minibatch steps: the coupling ignores minibatch variance (LT §1.1, Tao et al. 2025)"),
         R("Tao et al. 2025", "sosp", "population", "second", True, "upper", "n^{-1/3} + x^{2/5}", f"{_L}, row Tao et al. 2025",
           _by_rate(lambda n, d, e, dl, a: n ** (-1 / 3) + _x(n, d, e) ** 0.4), None, _SOSP, cited("Tao et al. 2025"), _DP),
         R("Ganesh et al. 2023, ERM", "sosp", "ERM", "second", True, "upper", "x^{2/3}", f"{_L}, row ERM Ganesh et al. 2023",
@@ -242,6 +247,12 @@ def _sosp_rows() -> list:
         R("LT App. C, population via ERM", "sosp", "population", "second", True, "upper", "√(d/n) + x^{2/3}", f"{_L}, row population via ERM",
           _by_rate(lambda n, d, e, dl, a: math.sqrt(d / n) + _x(n, d, e) ** (2 / 3)), None, _SOSP, "LT Thm C.1 + Ganesh et al.'s ERM rate", _DP,
           "domain of diameter R (Thm C.1)", "E11: √(d/n), printed √d/n"),
+        R("LT App. C's route with LT Alg. 3 as the ERM solver, K = 4 passes (recipe, calibrated)", "sosp", "ERM", "second", True, "upper",
+          "Lemma 3.15's worst case over K·n reads, μ/√K a pass", f"{_L}, row population via ERM; lt-sosp.md §2.8 [PROP]",
+          _by_recipe("lt-sosp-erm", sosp=True, M=1.0, rho=1.0), "lt-sosp-erm",
+          "α-SOSP of F_D (empirical) at the first anchor whose escape failed; of F_P through Thm C.1",
+          "not in LT: note §2.8's ERM mode (nbs/algorithms/21a_sosp_erm), for LT App. C", _DP,
+          erratum="an extension, not the paper's algorithm: Ganesh et al.'s x^{2/3} is not claimed for it"),
     ]
 
 # %% ../nbs/planning/71_which_algorithm.ipynb #4f87ee3d

@@ -24,8 +24,8 @@ from .spiderboost import clipped_mean_gradient, clipped_mean_difference, row_chu
 # %% auto #0
 __all__ = ['SOSP_STREAM', 'hessians_each', 'op_norms', 'clip_matrices', 'clipped_mean_hessian', 'clipped_mean_hessian_difference',
            'escape_length', 'EscapeOutput', 'escape_steps', 'escape', 'SOSPParams', 'sosp_parameters', 'batch_size',
-           'sosp_releases', 'Anchor', 'SOSPOutput', 'select_output', 'LTState', 'lt_sosp', 'replay_decisions',
-           'plot_escape', 'lt_sosp_rate', 'sosp_samples_estimate']
+           'sosp_releases', 'Anchor', 'SOSPOutput', 'select_output', 'LTState', 'lt_step', 'lt_sosp',
+           'replay_decisions', 'plot_escape', 'lt_sosp_rate', 'sosp_samples_estimate']
 
 # %% ../nbs/algorithms/21_sosp.ipynb #5c7c3901
 def hessians_each(problem, # a `Problem` with `grad_each` (and optionally `hess_each`)
@@ -175,7 +175,7 @@ class SOSPParams(NamedTuple):
               "override the recipe constants alpha, c_T, c_gamma, tau, iota, M or rho instead.")
 
 # %% ../nbs/algorithms/21_sosp.ipynb #fe5da2e7
-def _check_sosp(d, epsilon, delta, G, M, rho, B, alpha, private):
+def check_sosp_inputs(d, epsilon, delta, G, M, rho, B, alpha, private):
     check_count("d", d)
     for name, v in (("G", G), ("M", M), ("rho", rho), ("B", B), ("alpha", alpha)): check_positive(name, v)
     if private: check_positive("epsilon", epsilon); check_delta(delta)
@@ -206,7 +206,7 @@ def sosp_parameters(d:int, # dimension
                     accountant:str=DEFAULT_ACCOUNTANT,
                    ) -> SOSPParams:
     "The explicit calibration of the note's §2.9 for LT Alg. 3, with z_tree and z_esc from the accountant."
-    _check_sosp(d, epsilon, delta, G, M, rho, B, alpha, private); check_count("tau", tau); check_positive("iota", iota)
+    check_sosp_inputs(d, epsilon, delta, G, M, rho, B, alpha, private); check_count("tau", tau); check_positive("iota", iota)
     gamma = alpha / check_positive("c_gamma", c_gamma)
     Xi, Gamma = math.sqrt(alpha / rho), escape_length(alpha, gamma, d, M, rho, iota)
     kappa = max(alpha * math.sqrt(d) / epsilon if private else 0.0, (B * G * M) ** (1 / 3))
@@ -287,7 +287,7 @@ class LTState(NamedTuple):
     rng: object                   # the run's streams
 
 # %% ../nbs/algorithms/21_sosp.ipynb #9b2d8e6b
-def _lt_step(s:LTState, t1:int, problem, stream, p, escape, stop_at_certificate):
+def lt_step(s:LTState, t1:int, problem, stream, p, escape, stop_at_certificate):
     "Step t = t1 − 1 of LT Algorithm 3 with the oracles of Alg. 4 and the escape of Alg. 2."
     t, x, x_prev = t1 - 1, s.x, s.x_prev
     gclip, hclip, k, drift, count, trees, tree = s.gclip, s.hclip, s.k, s.drift, s.count, s.trees, s.tree
@@ -336,7 +336,7 @@ def _lt_move(s:LTState, t:int, tree_noise, refresh, bt, ls, hs, p, escape, stop_
     return _lt_close_escape(s, t, escaping, frozen, p, stop_at_certificate)
 
 # %% ../nbs/algorithms/21_sosp.ipynb #00468c6a
-def _lt_start(problem, p:SOSPParams, x0, rng) -> LTState:
+def lt_start(problem, p:SOSPParams, x0, rng) -> LTState:
     "Check p.d against the problem; the state before step 1 (a refresh is due: drift = κ), with an empty transcript."
     rng, d = make_rng(rng), int(problem.dim)
     if d != p.d: raise ValueError(f"The parameters are for d = {p.d} but the problem has d = {d}. Recompute them with `sosp_parameters`.")
@@ -346,7 +346,7 @@ def _lt_start(problem, p:SOSPParams, x0, rng) -> LTState:
                    p.kappa, 0, 1, False, 0, 0, -1, ClipCounter(), ClipCounter(), [], rec, [to_numpy(x)], rng)
 
 # %% ../nbs/algorithms/21_sosp.ipynb #bc8c8efd
-def _lt_output(s:LTState, why) -> SOSPOutput:
+def lt_output(s:LTState, why) -> SOSPOutput:
     "The `SOSPOutput` of the final state; `why` is the loop's stop reason (None: T steps)."
     anchors = list(s.anchors)
     if s.escaping: anchors.append(Anchor(s.t_anc, to_numpy(s.x_anc), float(s.rec["released"][s.t_anc]), "running", len(s.xs) - 1 - s.t_anc,
@@ -369,11 +369,11 @@ def lt_sosp(problem, # a smooth `Problem` (`grad_each`; `hess_each` or finite di
             checkpoint:Checkpointer|None=None, # save the whole state (estimates, tree, anchors, transcript, stream) every N steps; resume from it
            ) -> SOSPOutput:
     "LT Algorithm 3 with the oracles of Alg. 4 and the escape of Alg. 2, as normalized in note §2.5; priced by `sosp_releases`."
-    s0 = _lt_start(problem, p, x0, rng)
-    step = partial(_lt_step, problem=problem, stream=stream, p=p, escape=escape, stop_at_certificate=stop_at_certificate)
+    s0 = lt_start(problem, p, x0, rng)
+    step = partial(lt_step, problem=problem, stream=stream, p=p, escape=escape, stop_at_certificate=stop_at_certificate)
     s, why = run_loop("lt_sosp", s0, step, p.T, checkpoint=checkpoint, progress=progress, live=(stream,),
                       externals=dict(problem=problem, data=stream.data))
-    return _lt_output(s, why)
+    return lt_output(s, why)
 
 # %% ../nbs/algorithms/21_sosp.ipynb #b248395f
 def replay_decisions(transcript:dict, # `SOSPOutput.transcript`

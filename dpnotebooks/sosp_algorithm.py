@@ -24,18 +24,19 @@ __all__ = ['lt_sosp_alpha_for', 'lt_sosp_recipe']
 def _params(d, epsilon, delta, G, M, rho, B, alpha, iota, c_gamma, c_T, tau, private, accountant) -> SOSPParams:
     return sosp_parameters(d, epsilon, delta, G, M, rho, B, alpha, iota, c_gamma, c_T, tau, private, accountant)
 
-def lt_sosp_alpha_for(n:int, make, a_max:float, iters:int=30) -> float:
-    "Smallest α (to a factor 1e-4) whose worst-case sample count `sosp_samples_estimate(make(α))` is at most n."
-    if sosp_samples_estimate(make(a_max)) > n: return math.inf
+def lt_sosp_alpha_for(n:int, make, a_max:float, iters:int=30, samples=None) -> float:
+    "Smallest α (to a factor 1e-4) whose worst-case sample count `samples(make(α))` (default `sosp_samples_estimate`) is at most n."
+    samples = samples or sosp_samples_estimate
+    if samples(make(a_max)) > n: return math.inf
     lo, hi = math.log(a_max * 1e-6), math.log(a_max)
     for _ in range(iters):
         mid = (lo + hi) / 2
-        if sosp_samples_estimate(make(math.exp(mid))) <= n: hi = mid
+        if samples(make(math.exp(mid))) <= n: hi = mid
         else: lo = mid
     return math.exp(hi)
 
 # %% ../nbs/planning/33_sosp_algorithm.ipynb #10eb2b9e
-def _check_sosp(n, epsilon, delta, L, Phi, M, rho, private:bool):
+def check_sosp_request(n, epsilon, delta, L, Phi, M, rho, private:bool):
     "lt-sosp's inputs: n ≥ 2, the PUBLIC bounds M and ρ (required), ε and δ when private, positive constants."
     if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"`n` must be an integer >= 2. Found {n!r}.")
     if M is None or rho is None:
@@ -111,7 +112,7 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
                    private:bool=True, # False: no tree noise, statistical batches (NOT private)
                   ) -> Plan:
     "Parameters of LT Thm 3.17 (Alg. 3 with the oracles of Alg. 4 and the escape of Alg. 2), calibrated as in note §2.9."
-    _check_sosp(n, epsilon, delta, L, Phi, M, rho, private)
+    check_sosp_request(n, epsilon, delta, L, Phi, M, rho, private)
     make, a_max = _sosp_maker(d, epsilon, delta, L, M, rho, Phi, iota, c_gamma, c_T, tau, private, accountant)
     target, chosen = _sosp_alpha(alpha if alpha is not None else beta, n, make, a_max)
     p = make(check_positive("alpha", target))
@@ -120,7 +121,7 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
     return _sosp_plan(p, n, d, epsilon, delta, L, Phi, tau, private, accountant, need, chosen, n_min, rate)
 
 # %% ../nbs/planning/33_sosp_algorithm.ipynb #a3d76a2b
-def _check_sosp_problem(problem, plan):
+def check_sosp_problem(problem, plan):
     "What the recipe cannot check: a smooth loss whose declared constants are within the plan's bounds, and the plan's n."
     p = plan.params
     if not getattr(problem, "smooth", False):
@@ -136,7 +137,7 @@ def _check_sosp_problem(problem, plan):
 def _run_lt_sosp(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `lt-sosp`: the smoothness and size checks, then LT Alg. 3 on a single-pass `DataStream` (`minimize` checked the budget)."
     p = plan.params
-    _check_sosp_problem(problem, plan)
+    check_sosp_problem(problem, plan)
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
     out = lt_sosp(problem, stream, p, rng=rng.child(ORACLE_STREAM), x0=x0, progress=progress, checkpoint=ck)
     both = out.grad_clip.add(out.hess_clip)

@@ -1,4 +1,4 @@
-"""How often lt-sosp returns a second-order stationary point from next to a strict saddle, against ε, beside the same run without privacy and, on noiseless data, without the escape.
+"""How often lt-sosp returns a second-order stationary point from next to a strict saddle, against ε, beside its predecessor ganesh-sosp (Ganesh et al. 2023, as LT describe it), the same run without privacy and, on noiseless data, without the escape.
 
 Docs: https://dpnotebooks.github.io/dpnotebooks/experiments/sosp_escape.html.md"""
 
@@ -13,6 +13,7 @@ from .problems import Saddle, saddle_base, saddle_base_grad
 from .streams import DataStream
 from .minimize import minimize
 from .sosp import sosp_parameters, lt_sosp, plot_escape
+from .ganesh_sosp import direct_fix_curvature   # importing it registers ganesh-sosp
 from .experiments import RunStore, experiment_executor
 
 # %% auto #0
@@ -35,14 +36,14 @@ def _score(prob, res, mode:str, epsilon, seed:int, alpha:float) -> dict:
                 epsilon_spent=float(res.epsilon_spent) if math.isfinite(res.epsilon_spent) else None)
 
 # %% ../nbs/experiments/62_sosp_escape.ipynb #dfb2d8df
-def score_escape_run(mode:str, # 'private' or 'non-private'
+def score_escape_run(mode:str, # 'private' or 'non-private' (lt-sosp), or 'ganesh-sosp' (private)
                      epsilon:float|None, seed:int, n:int, d:int, alpha:float, delta:float) -> dict:
-    "One run of the grid (a Dask task): lt-sosp (or its non-private twin) on P1 drawn with `seed`, scored on the population."
+    "One run of the grid (a Dask task): lt-sosp (its non-private twin, or ganesh-sosp) on P1 drawn with `seed`, scored on the population."
     prob = Saddle(Saddle.synthetic(n, d, seed=seed))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)                      # "below the worst case" and "not certified" are recorded
-        res = (minimize(prob, "lt-sosp", epsilon=epsilon, delta=delta, alpha=alpha, seed=seed) if mode == "private"
-               else minimize(prob, "lt-sosp-nonprivate", alpha=alpha, seed=seed))
+        res = (minimize(prob, "lt-sosp-nonprivate", alpha=alpha, seed=seed) if mode == "non-private" else
+               minimize(prob, "ganesh-sosp" if mode == "ganesh-sosp" else "lt-sosp", epsilon=epsilon, delta=delta, alpha=alpha, seed=seed))
     return _score(prob, res, mode, epsilon, seed, alpha)
 
 # %% ../nbs/experiments/62_sosp_escape.ipynb #3b577149
@@ -84,14 +85,17 @@ def sosp_escape_experiment(epsilons=(0.5, 1.0, 2.0, 4.0), # privacy levels of th
                            scheduler:str|None=None, # address of an existing Dask scheduler instead of a local cluster
                            cache_path=None, # JSON-lines file of finished runs: reloaded (resume) and appended to
                            progress:bool=False, # a tqdm bar over the runs
+                           ganesh:bool=True, # also run ganesh-sosp (LT's predecessor) at every (ε, seed)
                           ) -> dict:
-    "lt-sosp from next to a strict saddle of P1: SOSP rate, certificates and samples against ε, with the non-private and no-escape controls."
+    "lt-sosp (and ganesh-sosp) from next to a strict saddle of P1: SOSP rate, certificates and samples against ε, with the non-private and no-escape controls."
     seeds_, ref = [base_seed + s for s in range(seeds)], Saddle(Saddle.synthetic(2, d))   # `ref`: the problem's x0 and constants
-    grid = [g for s in seeds_ for g in [("private", float(e), s) for e in epsilons] + [("non-private", None, s)]]
+    grid = [g for s in seeds_ for g in [("private", float(e), s) for e in epsilons] + [("non-private", None, s)]
+            + ([("ganesh-sosp", float(e), s) for e in epsilons] if ganesh else [])]
     rows, resumed = _escape_runs(grid, n, d, alpha, delta, jobs, scheduler, cache_path, progress)
     rows += _noiseless_controls(n, d, alpha, base_seed, ref)              # the control: deterministic, seconds, run here
     return dict(settings=dict(epsilons=list(epsilons), seeds=seeds_, n=n, d=d, alpha=alpha, delta=delta,
-                              lambda_threshold=-math.sqrt(ref.hessian_lipschitz * alpha)),
+                              lambda_threshold=-math.sqrt(ref.hessian_lipschitz * alpha),
+                              lambda_direct_fix=direct_fix_curvature(alpha, d, ref.hessian_lipschitz)),
                 x0=dict(zip(("grad", "lambda_min", "loss"), _population(ref, ref.x0))), rows=rows, resumed_runs=resumed)
 
 # %% ../nbs/experiments/62_sosp_escape.ipynb #9c4cbd94
@@ -105,9 +109,10 @@ def _groups(res) -> list:
 def format_sosp_escape(res:dict) -> str:
     "The summary table of `sosp_escape_experiment`."
     st = res["settings"]
-    lines = [f"lt-sosp from x0 next to the strict saddle of P1 (d = {st['d']}, n = {st['n']}, alpha = {st['alpha']}, delta = {st['delta']:g}); "
+    lines = [f"lt-sosp and ganesh-sosp from x0 next to the strict saddle of P1 (d = {st['d']}, n = {st['n']}, alpha = {st['alpha']}, delta = {st['delta']:g}); "
              f"at x0: ||grad F|| = {res['x0']['grad']:.3f}, lambda_min = {res['x0']['lambda_min']:.2f}, F = {res['x0']['loss']:.3f}",
-             f"SOSP: ||grad F|| <= {st['alpha']} and lambda_min >= {st['lambda_threshold']:.3f} (population, closed form)",
+             f"SOSP: ||grad F|| <= {st['alpha']} and lambda_min >= {st['lambda_threshold']:.3f} (population, closed form)"
+             + (f"; ganesh-sosp's direct fix certifies only lambda_min >= {st['lambda_direct_fix']:.3f}" if "lambda_direct_fix" in st else ""),
              f"{'mode':<24}{'eps':>6}{'runs':>6}{'SOSP':>7}{'certified':>11}{'median grad':>13}{'median lam_min':>16}{'median F':>10}{'median samples':>16}"]
     for mode, eps in _groups(res):
         rs = [r for r in res["rows"] if r["mode"] == mode and r["epsilon"] == eps]
@@ -134,12 +139,16 @@ def plot_sosp_escape(res:dict, path=None):
                               (axs[1], "grad", st["alpha"], "||∇F|| at the output")):
         for r in res["rows"]:
             if r["mode"].startswith("noiseless"): continue
-            x = pos[r["epsilon"]] if r["epsilon"] is not None else npx
-            ax.plot(x + 0.08 * (r["seed"] - np.mean(st["seeds"])), r[key], "o", color="tab:blue" if r["sosp"] else "tab:red", ms=5)
+            g = r["mode"] == "ganesh-sosp"                                  # ganesh-sosp: squares, right of lt-sosp's circles
+            x = (pos[r["epsilon"]] if r["epsilon"] is not None else npx) + (0.2 if g else -0.1 * (r["epsilon"] is not None))
+            ax.plot(x + 0.05 * (r["seed"] - np.mean(st["seeds"])), r[key], "s" if g else "o", color="tab:blue" if r["sosp"] else "tab:red",
+                    mfc="none" if g else None, ms=5)
+        ax.plot([], [], "o", color="gray", label="lt-sosp"); ax.plot([], [], "s", color="gray", mfc="none", label="ganesh-sosp")
         ax.axhline(thr, color="k", ls="--", lw=0.8, label="SOSP threshold"); ax.axhline(res["x0"][key], color="tab:gray", ls=":", lw=0.8, label="at x0")
         ax.set_xticks(range(npx + 1)); ax.set_xticklabels([f"ε={e:g}" for e in eps] + ["non-private"]); ax.set_ylabel(lab); ax.legend(fontsize=7)
     axs[1].set_yscale("log")
     _plot_private_escape(axs[2], st)
-    fig.suptitle("lt-sosp next to a strict saddle: blue = α-SOSP of the population, red = not", fontsize=10); fig.tight_layout()
+    fig.suptitle("lt-sosp (circles) and ganesh-sosp (squares) next to a strict saddle: blue = α-SOSP of the population, red = not", fontsize=10)
+    fig.tight_layout()
     if path is not None: fig.savefig(path, dpi=110); plt.close(fig)
     return fig

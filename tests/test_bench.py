@@ -1,5 +1,6 @@
 """`dpnb bench --quick` (nbs/experiments/80_bench): runs on CPU, writes its JSON and BENCHMARKS.md-style tables; numbers are read, never asserted."""
 import json
+from pathlib import Path
 import pytest
 from dpnotebooks.cli import main
 from dpnotebooks.minimize import ALGORITHMS
@@ -17,13 +18,31 @@ def test_quick_suite_writes_json_and_markdown(tmp_path, capsys):
         if "step" in r:
             assert 0 < r["step"]["min"] <= r["step"]["median"] <= r["step"]["max"] and r["ratio"] > 0
         if r["kernel"] == "end-to-end": assert r["samples_used"] <= r["n"] and r["peak_bytes"] > 0
-    assert {r["problem"] for r in res["rows"] if r["kernel"] == "zo-estimator"} == {"robust-regression", "robust-regression (margins)", "relu-net"}
+    assert {r["problem"] for r in res["rows"] if r["kernel"] == "zo-estimator"} == {"robust-regression", "robust-regression (margins)", "relu-net",
+                                                                                  "robust-regression (increment)", "relu-net (increment)"}
+    assert all(r["work"] for r in res["rows"] if "ratio" in r)           # every row with a ratio states its unavoidable work
+    assert {r["problem"] for r in res["rows"] if r["kernel"] == "fo-grad"} == {"relu-net", "mlp 30-32-1 (fused clipped sum)"}
     text = md.read_text()
     assert text.startswith("# Benchmarks") and "Written by `dpnb bench --quick --backend numpy`" in text
     for head in ("## Zeroth-order estimator step", "## Tree mechanism step", "## First-order per-sample gradients", "## End to end"):
         assert head in text
     assert res["machine"]["cores"] >= 1 and "cpu" in res["machine"]
     assert "## Zeroth-order" in capsys.readouterr().out
+
+def test_default_output_goes_to_its_own_directory(tmp_path, monkeypatch):
+    "Without --out/--markdown the files go to dpnb-bench/ (or --output-dir), never over ./BENCHMARKS.md; --markdown FILE is an explicit ask."
+    from dpnotebooks import bench
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "BENCHMARKS.md").write_text("tracked")
+    fake = dict(machine=dict(cpu="x"), grid="quick", dtype="float64", rows=[])
+    monkeypatch.setattr(bench, "run_suite", lambda **kw: fake)
+    assert main(["bench", "--quick", "--quiet", "--backend", "numpy"]) == 0
+    assert (tmp_path / "BENCHMARKS.md").read_text() == "tracked"
+    assert (tmp_path / "dpnb-bench" / "BENCHMARKS.md").read_text().startswith("# Benchmarks") and (tmp_path / "dpnb-bench" / "bench.json").exists()
+    assert main(["bench", "--quick", "--quiet", "--backend", "numpy", "--output-dir", "elsewhere"]) == 0
+    assert (tmp_path / "elsewhere" / "bench.json").exists() and (tmp_path / "BENCHMARKS.md").read_text() == "tracked"
+    assert main(["bench", "--quick", "--quiet", "--backend", "numpy", "--markdown", "BENCHMARKS.md"]) == 0
+    assert (tmp_path / "BENCHMARKS.md").read_text().startswith("# Benchmarks")
 
 def test_bad_arguments_are_named(capsys):
     if "cupy" not in B.available_backends():
@@ -39,3 +58,44 @@ def test_markdown_compares_backends_on_the_same_shapes():
     row = lambda be, s: dict(kernel="zo-estimator", problem="robust-regression", d=4096, m=4096, b=64, step=t(s), unavoidable=t(s / 2), ratio=2.0, backend=be, dtype="float64")
     md = benchmarks_markdown(dict(machine=dict(cpu="x", gpu="y"), grid="full", dtype="float64", rows=[row("numpy", 2.0), row("cupy", 0.1)]))
     assert "## numpy against cupy (same shapes)" in md and "| 2e+03 | 100 | 20.0 |" in md
+
+ROOT = Path(__file__).resolve().parents[1]
+
+def _peer():
+    "benchmarks/peer_opacus.py as a module (importing it leaves this process's environment alone)."
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("peer_opacus", ROOT / "benchmarks" / "peer_opacus.py")
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    return mod
+
+@pytest.mark.slow
+def test_peer_benchmark_unsets_the_openblas_overrides_and_names_the_machine(tmp_path):
+    "The script removes OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE before numpy loads, says so, names the BLAS kernel, and says no GPU was measured."
+    import os, subprocess, sys
+    env = dict(os.environ, OPENBLAS_CORETYPE="Haswell", OPENBLAS_L2_SIZE="262144")
+    out = tmp_path / "peer.md"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peer_opacus.py"), "--quick", "--skip", "epoch,grad,e2e", "--out", str(out)],
+                   env=env, check=True, capture_output=True, cwd=tmp_path)
+    text = out.read_text()
+    assert "| unset | OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE |" in text and "| blas_kernel |" in text and "| threads | 2 |" in text
+    assert "no GPU was available" in text
+
+@pytest.mark.slow
+def test_peer_benchmark_times_both_libraries_in_one_table():
+    "One epoch on breast-cancer at B = 64, both libraries interleaved, the ratio in the row (needs the [bench] extra)."
+    pytest.importorskip("opacus", reason="the peer benchmark needs Opacus: pip install 'dpnotebooks[bench]'")
+    peer = _peer()
+    from dpnotebooks.utility import utility_task
+    lines = peer.epoch_table([utility_task("breast-cancer")], [64, 1024], repeat=1)
+    rows = [l for l in lines if l.startswith("| breast-cancer")]
+    assert len(rows) == 2 and rows[0].count("×") == 4 and "n/a: B > n" in rows[1]
+    assert peer.poisson_epoch(398, 64) == (7, 57) and peer.poisson_epoch(398, 256) == (2, 199)
+
+def test_peer_grad_rows_set_per_sample_gradients_beside_one_batched_gradient():
+    "The per-sample-gradient rows of the built-in models carry both timings (the adapters' rows are left out here: building them takes seconds)."
+    peer = _peer()
+    from dpnotebooks.utility import utility_task
+    task = utility_task("breast-cancer")
+    rows = peer.grad_rows(task, 16, repeat=1, adapters=False)
+    assert {r["model"] for r in rows} == {"MLP (built-in)", "logistic (built-in, linear)"} and all(r["each"] > 0 and r["batched"] > 0 for r in rows)
+    assert all("fused" in r for r in rows if r["model"] == "MLP (built-in)")

@@ -21,7 +21,7 @@ REQUESTS = {"klt-single-pass": ("robust-regression", {}), "klt-multi-pass": ("ro
             "klt-first-order": ("robust-regression", {}), "ztc": ("robust-regression", {}), "ztc-naive": ("robust-regression", {}),
             "o2nc-nonprivate": ("robust-regression", {}), "dp-sgd": ("logistic", {}), "abggmu-spider": ("sigmoid-glm", {}),
             "abggmu-tree-spider": ("sigmoid-glm", {}), "abggmu-convex": ("logistic", {}), "abggmu-glm": ("logistic", dict(rank=3)),
-            "lt-sosp": ("saddle", dict(alpha=0.2)), "lt-sosp-nonprivate": ("saddle", dict(alpha=0.2))}
+            "lt-sosp": ("saddle", dict(alpha=0.2)), "lt-sosp-erm": ("saddle", dict(alpha=0.2)), "ganesh-sosp": ("saddle", dict(alpha=0.2)), "lt-sosp-nonprivate": ("saddle", dict(alpha=0.2))}
 
 def _plan(alg):
     name, kw = REQUESTS[alg]

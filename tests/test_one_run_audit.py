@@ -1,16 +1,23 @@
 """The one-run privacy audit (Steinke, Nasr & Jagielski 2023), nbs/audits/45_one_run_audit.ipynb.
 
 Fast: the bound against the binomial tail and a term-by-term reading of the theorem, its validity on randomized
-response, DP-SGD (correct below the claim, both bugs caught), KLT's first-order oracle (clipping off caught), and the
-console script. Slow: a Gaussian mechanism of known epsilon through scores and top-k guesses (validity at 95%), and
-every audited algorithm correct below its claim.
+response, DP-SGD (correct below the claim, both bugs caught), KLT's first-order oracle (clipping off caught), the four
+ABGGMU algorithms (correct below the claim, clipping off caught at m = 256, sigma/4 at m = 1000), the three second-order
+methods lt-sosp, lt-sosp-erm and ganesh-sosp (the same, on the refresh batch's gradient release), the console script,
+and the zeroth-order oracles' recorded shifts (one tapped noise-free run equals one run per canary, across a period
+boundary; the tap is removed afterwards; ztc-naive's two bugs and ztc's clipping off caught at m = 256).
+Slow: a Gaussian mechanism of known epsilon through scores and top-k guesses (validity at 95%), every audited
+algorithm correct below its claim, sigma/4 caught in abggmu-spider at m = 1000, the second-order methods correct
+below the claim over five more seeds, and klt-single-pass (m = 128) and klt-multi-pass (m = 16) correct below the claim
+and clipping off caught.
 """
 import math, subprocess, sys
 from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
-from dpnotebooks.one_run_audit import (one_run_p_value, one_run_epsilon, count_guesses, run_one_run_audit, ONE_RUN_AUDITS)
+from dpnotebooks.one_run_audit import (one_run_p_value, one_run_epsilon, count_guesses, run_one_run_audit, ONE_RUN_AUDITS,
+                                      recorded_shifts, canary_shifts)
 from dpnotebooks.privacy import calibrate_gaussian
 
 _SCRIPT = Path(sys.executable).parent / "dpnb"
@@ -62,9 +69,39 @@ def test_o2nc_first_order_clipping_off_caught():
     bad = run_one_run_audit("klt-first-order", 1.0, 1e-5, 64, 16, rng=3, bug=no_clipping)
     assert not ok.violated and bad.violated, (ok, bad)
 
+ABGGMU = ("abggmu-convex", "abggmu-glm", "abggmu-spider", "abggmu-tree-spider")
+
+@pytest.mark.parametrize("name", ABGGMU)
+def test_abggmu_correct_below_the_claim_and_clipping_off_caught(name):
+    ok, bad = (run_one_run_audit(name, 1.0, 1e-5, 256, rng=2, bug=b) for b in (None, NO_CLIP))
+    assert abs(ok.epsilon_claimed - 1) < 1e-3 and not ok.violated and bad.violated, (ok, bad)
+
+@pytest.mark.parametrize("name", ["abggmu-convex", "abggmu-glm", "abggmu-tree-spider"])
+def test_abggmu_sigma_over_4_caught_with_1000_canaries(name):
+    a = run_one_run_audit(name, 1.0, 1e-5, 1000, rng=2, bug=SIGMA_4)
+    assert a.violated, a
+
+def test_abggmu_runs_are_seeded_and_the_jl_plan_projects_below_d():
+    a, b = (run_one_run_audit("abggmu-glm", 1.0, 1e-5, 300, rng=4) for _ in range(2))
+    assert np.array_equal(a.scores, b.scores) and np.array_equal(a.labels, b.labels)
+    assert "JL k = " in a.mechanism and int(a.mechanism.split("JL k = ")[1].rstrip(")")) < 301, a.mechanism
+
 def test_unknown_or_bad_requests_are_refused():
-    with pytest.raises(ValueError, match="No one-run audit for 'lt-sosp'"): run_one_run_audit("lt-sosp", 1.0, 1e-5)
+    with pytest.raises(ValueError, match="No one-run audit for 'lt-sosp-nonprivate'"): run_one_run_audit("lt-sosp-nonprivate", 1.0, 1e-5)
     with pytest.raises(ValueError, match="`canaries` must be an integer >= 2"): run_one_run_audit("dp-sgd", 1.0, 1e-5, canaries=1)
+
+SOSP = ("lt-sosp", "lt-sosp-erm", "ganesh-sosp")
+
+@pytest.mark.parametrize("name", SOSP)
+def test_sosp_correct_below_the_claim_and_bugs_caught(name):
+    "The refresh batch's gradient release: clipping off caught at m = 256, sigma/4 at m = 1000 (about 0.2 s and 0.35 s a run)."
+    ok, bad = (run_one_run_audit(name, 1.0, 1e-5, 256, rng=2, bug=b) for b in (None, NO_CLIP))
+    assert abs(ok.epsilon_claimed - 1) < 1e-3 and not ok.violated and bad.violated, (ok, bad)
+    assert run_one_run_audit(name, 1.0, 1e-5, 1000, rng=2, bug=SIGMA_4).violated
+
+def test_sosp_audits_observe_the_tree_leaf_or_the_o1_release():
+    assert "8 nodes in each of 4 passes; 32 releases" in run_one_run_audit("lt-sosp-erm", 1.0, 1e-5, 64, rng=0).mechanism
+    assert "one O1 release" in run_one_run_audit("ganesh-sosp", 1.0, 1e-5, 64, rng=0).mechanism
 
 def test_cli_one_run():
     res = subprocess.run(DPNB + ["audit", "--one-run", "dp-sgd", "--canaries", "500", "--guesses", "50", "--seed", "0"],
@@ -73,6 +110,47 @@ def test_cli_one_run():
     assert "one-run audit of dp-sgd" in res.stdout and "claimed 1.0000, empirical lower bound" in res.stdout, res.stdout
     bad = subprocess.run(DPNB + ["audit", "--one-run", "dp-sgd", "--canaries", "10", "--guesses", "20"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "dpnb: error:" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+def test_cli_one_run_abggmu(capsys):
+    from dpnotebooks.cli import main
+    assert main(["audit", "--one-run", "abggmu-convex", "--canaries", "200", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "one-run audit of abggmu-convex (stage 1 of" in out and "claimed 1.0000" in out, out
+    assert main(["audit", "--one-run", "lt-sosp", "--canaries", "200", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "one-run audit of lt-sosp (leaf 1 of a refresh tree" in out and "claimed 1.0000" in out, out
+
+def _zo_runs(name, m, seed=0):
+    "The `_DiracRuns` the one-run audit builds for an O2NC oracle with m canaries."
+    from dpnotebooks.one_run_audit import _oracle_plan, _DiracRuns, _dirac_path
+    from dpnotebooks.audit_algorithms import AUDIT_SPECS
+    from dpnotebooks.backend import make_rng
+    r = make_rng(seed); pl = _oracle_plan(name, 1.0, 1e-5, m, r)
+    return _DiracRuns(name, pl[0], pl[1], pl[3], pl[4], _dirac_path(AUDIT_SPECS[name], pl[0], pl[4], pl[5]), r, None, 1000.0)
+
+def test_recorded_shifts_equal_one_run_per_canary_across_a_period():
+    "klt-single-pass with 30 canaries: 12 steps, period 11, so the last step starts a new period (a fresh g and tree)."
+    import dpnotebooks.zo_oracles as zo, dpnotebooks.ztc_oracle as ztc
+    before = (zo.clipped_block_mean, ztc.zo_two_point_clipped, ztc.zo_from_differences)
+    runs = _zo_runs("klt-single-pass", 30)
+    assert len(runs.Z) > runs.plan.params.period
+    sh, (U0, H) = recorded_shifts(runs), canary_shifts(runs, False)
+    assert np.allclose(sh.dense(), H, rtol=0, atol=1e-12) and np.allclose(sh.U0, U0, rtol=0, atol=1e-12)
+    assert (zo.clipped_block_mean, ztc.zo_two_point_clipped, ztc.zo_from_differences) == before   # the tap is gone
+
+def test_zeroth_order_bugs_caught_with_recorded_shifts():
+    "m = 256, about 0.5 s a run: ztc-naive and ztc correct below the claim and clipping off caught (ztc at its default m)."
+    for name, m in (("ztc-naive", 256), ("ztc", None)):
+        ok, bad = (run_one_run_audit(name, 1.0, 1e-5, m, rng=2, bug=b) for b in (None, no_clipping))
+        assert abs(ok.epsilon_claimed - 1) < 2e-3 and not ok.violated and bad.violated, (ok, bad)
+        assert (ok.canaries, ok.guesses) == (256, 25), ok
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, m, k", [("klt-single-pass", 128, None), ("klt-multi-pass", 16, 16)])
+def test_klt_zeroth_order_correct_below_the_claim_and_clipping_off_caught(name, m, k):
+    "About 0.7 s (single-pass, m = 128) and 1.8 s (multi-pass, m = 16, guessing on all) an audit."
+    ok, bad = (run_one_run_audit(name, 1.0, 1e-5, m, k, rng=2, bug=b) for b in (None, no_clipping))
+    assert not ok.violated and bad.violated, (ok, bad)
 
 @pytest.mark.slow
 def test_gaussian_scores_with_top_k_guesses_are_valid():
@@ -86,7 +164,19 @@ def test_gaussian_scores_with_top_k_guesses_are_valid():
     assert over / 400 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 400), over
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, m", [("dp-sgd", 2000), ("klt-first-order", 128), ("ztc-naive", 64), ("ztc", 32), ("klt-single-pass", 32)])
+@pytest.mark.parametrize("name, m", [("dp-sgd", 2000), ("klt-first-order", 128)])   # the zeroth-order oracles: the tests above
 def test_every_audited_algorithm_stays_below_its_claim(name, m):
     a = run_one_run_audit(name, 1.0, 1e-5, m, rng=11)
     assert abs(a.epsilon_claimed - 1) < 2e-3 and not a.violated, a
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SOSP)
+def test_sosp_correct_below_the_claim_over_seeds(name):
+    "Five seeds at m = 1000 (about 0.35 s a run): the correct mechanism never exceeds its claim."
+    assert not any(run_one_run_audit(name, 1.0, 1e-5, 1000, rng=s).violated for s in range(20, 25))
+
+@pytest.mark.slow
+def test_abggmu_spider_sigma_over_4_caught_slow():
+    "Every one of Private SpiderBoost's 50 steps at d = 1001 (about 1.3 s)."
+    a = run_one_run_audit("abggmu-spider", 1.0, 1e-5, 1000, rng=2, bug=SIGMA_4)
+    assert a.violated, a

@@ -97,7 +97,7 @@ PLANNED = {
     "klt-multi-pass": ("robust-regression", dict(m=8, max_steps=60)), "dp-sgd": ("robust-regression", {}),
     "abggmu-spider": ("sigmoid-glm", {}), "abggmu-tree-spider": ("sigmoid-glm", {}),
     "abggmu-convex": ("logistic", dict(L1=0.25)), "abggmu-glm": ("logistic", dict(L1=0.25, rank=2)),
-    "lt-sosp": ("saddle", {}), "lt-sosp-nonprivate": ("saddle", {}),
+    "lt-sosp": ("saddle", {}), "lt-sosp-nonprivate": ("saddle", {}), "lt-sosp-erm": ("saddle", {}), "ganesh-sosp": ("saddle", {}),
 }
 
 def test_every_algorithm_has_a_recipe_property():
@@ -119,7 +119,9 @@ def _theorem_constraints(name, plan):
         assert p.b % (p.depth * 2 ** (p.depth + 1)) == 0 and plan.derivation["samples"] <= n   # b rounded to D·2^(D+1); one pass
     if name == "abggmu-convex":
         assert p.T * p.m <= n and len(p.K) == p.T and min(p.K) >= 1   # disjoint stages
-    if name.startswith("lt-sosp"): assert n >= plan.derivation["n_min"] >= 4 * p.b + 2 * p.T
+    if name == "lt-sosp-erm":
+        q = p.sosp; assert n >= plan.derivation["n_min"] >= 2 * q.b + 2 and p.passes * n >= 4 * q.b + 2 * q.T
+    elif name.startswith("lt-sosp"): assert n >= plan.derivation["n_min"] >= 4 * p.b + 2 * p.T
 
 # derandomized: the same examples on every run, so CI is reproducible (a random run once found a plan priced 2e-6 above ε;
 # `minimize._fit_noise` fixes that class, and 30_minimize keeps the case as a check)

@@ -18,6 +18,8 @@ SETUPS = {  # algorithm -> (problem, n, plan arguments)
     "abggmu-spider": ("logistic", 4000, dict(L1=0.25)), "abggmu-tree-spider": ("logistic", 40000, dict(L1=0.25)),
     "abggmu-convex": ("logistic", 4000, dict(L1=0.25)), "abggmu-glm": ("logistic", 4000, dict(L1=0.25, rank=2)),
     "lt-sosp": ("saddle", 400_000, dict(alpha=0.2)),
+    "lt-sosp-erm": ("saddle", 40_000, dict(alpha=0.5, passes=4)),
+    "ganesh-sosp": ("saddle", 400_000, dict(alpha=0.2)),
 }
 
 def test_every_private_algorithm_has_a_setup():

@@ -14,9 +14,10 @@ def test_quick_grid_files_and_reproducibility(tmp_path):
     rows = res["rows"]
     modes = [r["mode"] for r in rows]
     assert modes.count("private") == 2 and modes.count("non-private") == 2 and [r["seed"] for r in rows][:2] == [5, 5]
+    assert modes.count("ganesh-sosp") == 2                                  # LT's predecessor beside it, same ε and seeds
     thr, alpha = res["settings"]["lambda_threshold"], res["settings"]["alpha"]
     for r in rows:
-        if r["mode"] in ("private", "non-private"):
+        if r["mode"] in ("private", "non-private", "ganesh-sosp"):
             assert r["certified"] and r["sosp"] and r["grad"] <= alpha and r["lambda_min"] >= thr and r["samples_used"] <= res["settings"]["n"]
     off = next(r for r in rows if r["mode"] == "noiseless, escape off")
     assert not off["sosp"] and off["lambda_min"] < thr                       # the control stays at the saddle
@@ -42,5 +43,5 @@ def test_dask_workers_and_resume(tmp_path, capsys):
     assert par["rows"] == serial["rows"] and par["resumed_runs"] == 0
     capsys.readouterr()
     assert main(args) == 0
-    assert "resumed 4 finished runs" in capsys.readouterr().out
+    assert "resumed 6 finished runs" in capsys.readouterr().out              # lt-sosp, its non-private twin, ganesh-sosp; 2 seeds
     assert json.loads((tmp_path / "p" / "sosp_escape.json").read_text())["rows"] == serial["rows"]

@@ -37,7 +37,7 @@ def test_the_budget_is_checked_in_one_place():
 
 def test_every_driver_runs_through_the_run_loop():
     loops = sorted(m for m, _ in _calls("run_loop"))
-    assert loops == sorted(["o2nc", "dpsgd", "spiderboost", "spiderboost", "convex_glm", "sosp"]), loops
+    assert loops == sorted(["o2nc", "dpsgd", "spiderboost", "spiderboost", "convex_glm", "sosp", "sosp_erm", "ganesh_sosp"]), loops
     assert [m for m, _ in _calls("begin")] == ["runloop"], _calls("begin")      # only the loop talks to the checkpointer
 
 def test_the_package_face():

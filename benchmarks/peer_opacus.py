@@ -1,0 +1,314 @@
+"""DP-SGD side by side with Opacus (issue 24 §1, §3, §4): samples per second of one epoch on the MLP d-32-1 (ReLU, biases,
+logistic loss), breast-cancer (n = 398 training rows, d = 30) and digits (n = 1257, d = 64), batch 64/256/1024, the same
+thread count for both, interleaved repeats, median and spread, the ratios in one run; one short private training run end
+to end (calibration included) for both; and the per-sample gradients of the built-in models and of the torch/JAX adapters
+against one batched forward+backward of the same shapes.
+
+    .venv/bin/python benchmarks/peer_opacus.py [--quick] [--threads 2] [--repeat 7] [--out peer-opacus.md]
+
+Opacus and torch are optional, benchmark-only dependencies (`pip install 'dpnotebooks[bench]'`); without them the
+Opacus columns say so and the rest runs. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are removed from this process's
+environment before numpy loads (re-executing itself if numpy was already imported), and the report says so.
+"""
+import os, sys
+
+_BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+def _clean_environment(threads:int) -> list:
+    "Unset the OpenBLAS overrides and fix the thread counts before numpy loads (re-exec if it already has); the names unset."
+    found = [k for k in _BLAS_VARS if k in os.environ]
+    unset = [k for k in os.environ.get("DPNB_PEER_UNSET", "").split(",") if k]
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"): os.environ[k] = str(threads)
+    if found and "numpy" in sys.modules:          # too late for this process: start again without them
+        env = {k: v for k, v in os.environ.items() if k not in _BLAS_VARS}
+        env["DPNB_PEER_UNSET"] = ",".join(found + unset)
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    for k in found: del os.environ[k]
+    return found + unset
+
+def _threads_arg() -> int:
+    return int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 2
+
+UNSET = _clean_environment(_threads_arg()) if __name__ == "__main__" else []   # imported (tests): leave the caller's process alone
+
+import argparse, math, platform, time, warnings
+from pathlib import Path
+import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
+from dpnotebooks.backend import use_backend, asarray, to_numpy
+from dpnotebooks.problems import Dataset, Logistic
+from dpnotebooks.dpsgd import MLP, dp_sgd
+from dpnotebooks.utility import utility_task
+
+HIDDEN, CLIP, SIGMA, LR = 32, 1.0, 1.0, 0.5
+OURS = "fused"   # --ours: 'fused' (MLP.clipped_sum), 'materialized' (MLP.grad_each + clip_rows) or 'jax' (from_jax, 63_utility's MLP)
+
+class _Materialized(MLP): clipped_sum = None
+
+def our_mlp(task):
+    "The MLP d-32-1 of `--ours` on the task's training split."
+    if OURS == "jax":
+        from dpnotebooks.utility import mlp_problem
+        return mlp_problem(task.train)
+    data = Dataset(to_numpy(task.train.A), to_numpy(task.train.y), task.name)   # in the active dtype (float32 when asked)
+    return (MLP if OURS == "fused" else _Materialized)(data, hidden=HIDDEN)
+
+def _have(mod:str) -> bool:
+    try: __import__(mod); return True
+    except ImportError: return False
+
+# ---------------------------------------------------------------- timing
+
+def _stats(ts:list) -> dict:
+    q25, q50, q75 = np.percentile(ts, [25, 50, 75])
+    return dict(median=float(q50), q25=float(q25), q75=float(q75), n=len(ts))
+
+def interleaved(fns:dict, repeat:int, warmup:int=1) -> dict:
+    "Seconds of each callable, run in turns (a, b, c, a, b, c, …) so that machine noise hits all of them alike."
+    for _ in range(warmup):
+        for f in fns.values(): f()
+    ts = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, f in fns.items():
+            t0 = time.perf_counter(); f(); ts[k].append(time.perf_counter() - t0)
+    return {k: _stats(v) for k, v in ts.items()}
+
+# ---------------------------------------------------------------- dpnotebooks side
+
+def poisson_epoch(n:int, B:int) -> tuple:
+    "(steps, expected batch) of one Poisson epoch as Opacus's DPDataLoader makes it: ⌈n/B⌉ steps at rate 1/⌈n/B⌉ (≈ n samples)."
+    steps = math.ceil(n / B)
+    return steps, max(1, round(n / steps))
+
+def ours_epoch(task, B:int, alpha:float, dtype:str, seed:int=0):
+    "One DP-SGD epoch (Poisson sampling, Opacus's steps and rate) on dpnotebooks' MLP, in `dtype`."
+    steps, q_n = poisson_epoch(len(task.train), B)
+    def run():
+        with use_backend("numpy", dtype):
+            p = our_mlp(task)
+            dp_sgd(p, p.data, steps, q_n, LR, CLIP, SIGMA, alpha=alpha, sampling="poisson", rng=seed)
+    return run
+
+def clear_caches():
+    "Forget every memoized calibration and accountant query (the lru_caches of every loaded dpnotebooks module): a cold run."
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("dpnotebooks") and mod is not None:
+            for f in vars(mod).values():
+                if callable(getattr(f, "cache_clear", None)): f.cache_clear()
+
+def ours_end_to_end(task, epsilon:float, delta:float, epochs:int, B:int):
+    "A short private run through `minimize`, cold (caches cleared): plan, noise calibration, training (float64, α = 0)."
+    from dpnotebooks.minimize import minimize
+    def run():
+        clear_caches()
+        p = our_mlp(task)
+        minimize(p, "dp-sgd", epsilon=epsilon, delta=delta, alpha=0.0, seed=0, batch_size=B, epochs=epochs)
+    return run
+
+# ---------------------------------------------------------------- Opacus side
+
+def _torch_mlp(torch, d:int):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(d, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 1))
+
+def _loader(torch, task, B:int):
+    A = torch.as_tensor(to_numpy(task.train.A), dtype=torch.float32)
+    y = torch.as_tensor((to_numpy(task.train.y) > 0).astype(np.float32))
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(A, y), batch_size=B)
+
+def _train(torch, model, opt, loader):
+    lossf = torch.nn.BCEWithLogitsLoss()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # Opacus's hooks warn that the inputs need no gradient
+        for xb, yb in loader:
+            if len(xb) == 0: continue
+            opt.zero_grad(); lossf(model(xb).squeeze(-1), yb).backward(); opt.step()
+
+def opacus_epoch(task, B:int):
+    "One Opacus epoch: make_private (Poisson sampling, noise multiplier 1, clip 1) set up once, then timed epochs."
+    import torch
+    from opacus import PrivacyEngine
+    model = _torch_mlp(torch, task.train.p)
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, opt, loader = PrivacyEngine().make_private(module=model, optimizer=opt, data_loader=_loader(torch, task, B),
+                                                          noise_multiplier=SIGMA, max_grad_norm=CLIP, poisson_sampling=True)
+    return lambda: _train(torch, model, opt, loader)
+
+def opacus_end_to_end(task, epsilon:float, delta:float, epochs:int, B:int):
+    "A short private run with Opacus: make_private_with_epsilon (its calibration) and the training epochs."
+    import torch
+    from opacus import PrivacyEngine
+    def run():
+        model = _torch_mlp(torch, task.train.p); opt = torch.optim.SGD(model.parameters(), lr=LR)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model, opt, loader = PrivacyEngine(accountant="prv").make_private_with_epsilon(
+                module=model, optimizer=opt, data_loader=_loader(torch, task, B), target_epsilon=epsilon, target_delta=delta,
+                epochs=epochs, max_grad_norm=CLIP, poisson_sampling=True)
+            for _ in range(epochs): _train(torch, model, opt, loader)
+    return run
+
+# ---------------------------------------------------------------- per-sample gradients against one forward+backward
+
+def grad_rows(task, B:int, repeat:int, adapters:bool=True) -> list:
+    "Per-sample gradients (materialized, and the fused clipped sum) against one batched gradient of the same shapes."
+    rows, sub = [], task.train[:B]
+    for dtype in ("float64", "float32"):
+        with use_backend("numpy", dtype):
+            data = Dataset(to_numpy(task.train.A), to_numpy(task.train.y))                 # in the active dtype
+            mlp, lin = MLP(data, hidden=HIDDEN), Logistic(data)
+            bt = Dataset(asarray(to_numpy(sub.A)), asarray(to_numpy(sub.y)))
+            for name, p in (("MLP (built-in)", mlp), ("logistic (built-in, linear)", lin)):
+                x = asarray(p.x0) + 0.01
+                Xe = x[None, None, :] + 0 * asarray(np.zeros((B, 1, 1)))
+                fns = dict(each=lambda: p.grad_each(Xe, bt), batched=lambda: p.full_grad(x[None, :], bt))
+                if hasattr(p, "clipped_sum"): fns["fused"] = lambda: p.clipped_sum(x, bt, CLIP)
+                t = interleaved(fns, repeat)
+                rows.append(dict(model=name, dtype=dtype, B=B, d=p.dim, **{k: v["median"] for k, v in t.items()}))
+    return rows + (_adapter_rows(task, B, repeat) if adapters else [])
+
+def _adapter_rows(task, B:int, repeat:int) -> list:
+    "from_torch / from_jax per-sample gradients (vmap(grad)) against one batched forward+backward in the same framework."
+    out, A, y = [], to_numpy(task.train.A[:B]), to_numpy(task.train.y[:B])
+    data = (to_numpy(task.train.A), to_numpy(task.train.y))
+    if _have("torch"):
+        import torch
+        from dpnotebooks.losses import from_torch
+        net = _torch_mlp(torch, task.train.p).double()
+        lossf = lambda o, t: torch.nn.functional.softplus(-t * o)
+        p = from_torch(net, data, L=1.0, loss=lossf)
+        x = p.x0 + 0.01; bt = Dataset(A, y)
+        At, yt = torch.as_tensor(A), torch.as_tensor(y)
+        def batched():
+            net.zero_grad(); lossf(net(At).squeeze(-1), yt).mean().backward()
+        t = interleaved(dict(each=lambda: p.grad_each(np.broadcast_to(x, (B, 1, p.dim)), bt), batched=batched), repeat)
+        out.append(dict(model="MLP via from_torch", dtype="float64", B=B, d=p.dim, **{k: v["median"] for k, v in t.items()}))
+    if _have("jax"):
+        import jax, jax.numpy as jnp
+        from dpnotebooks.utility import mlp_problem
+        p = mlp_problem(task.train)
+        x = p.x0 + 0.01; bt = Dataset(A, (y > 0).astype(float))
+        g = jax.jit(jax.grad(lambda q, A_, t_: jnp.mean(jax.vmap(lambda a, t: _jax_bce(p, q, a, t))(A_, t_))))
+        batched = lambda: np.asarray(g(jnp.asarray(x), jnp.asarray(A), jnp.asarray(bt.y)))
+        t = interleaved(dict(each=lambda: p.grad_each(np.broadcast_to(x, (B, 1, p.dim)), bt), batched=batched), repeat)
+        out.append(dict(model="MLP via from_jax", dtype="float64", B=B, d=p.dim, **{k: v["median"] for k, v in t.items()}))
+    return out
+
+def _jax_bce(p, x, a, t):
+    import jax.numpy as jnp
+    q = p.unflatten(x)
+    z = jnp.maximum(a @ q["W1"] + q["b1"], 0) @ q["w2"] + q["b2"]
+    return jnp.logaddexp(0.0, z) - t * z
+
+# ---------------------------------------------------------------- the machine
+
+def machine(threads:int) -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"): cpu = line.split(":", 1)[1].strip(); break
+    except OSError: pass
+    blas = "; ".join(f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')}, {i.get('num_threads')} threads)"
+                     for i in threadpool_info() if i.get("user_api") == "blas") or "unknown"
+    out = dict(cpu=cpu, cores=os.cpu_count(), threads=threads, numpy=np.__version__, blas_kernel=blas,
+               unset=", ".join(UNSET) if UNSET else f"none set ({', '.join(_BLAS_VARS)} absent)",
+               load=" ".join(f"{x:.2f}" for x in os.getloadavg()), gpu="no GPU was available: no GPU rows measured")
+    if _have("torch"):
+        import torch; out["torch"] = f"{torch.__version__} ({torch.get_num_threads()} threads)"
+    if _have("opacus"):
+        import opacus; out["opacus"] = opacus.__version__
+    return out
+
+# ---------------------------------------------------------------- the report
+
+def _f(x): return f"{x:,.0f}"
+def _sps(n, t): return f"{_f(n / t['median'])} ({_f(n / t['q75'])}–{_f(n / t['q25'])})"
+
+def epoch_table(tasks, batches, repeat:int) -> list:
+    have = _have("opacus")
+    head = ["task", "n", "B", "dpnotebooks α=0 f64", "α=0 f32", "α=0.1 f64", "α=0.1 f32", "Opacus (f32)",
+            "ratio α=0 f64", "ratio α=0 f32", "ratio α=0.1 f64", "ratio α=0.1 f32"]
+    lines = ["## One DP-SGD epoch: samples per second, median (q25–q75)", "",
+             f"Poisson sampling as Opacus's DPDataLoader does it (⌈n/B⌉ steps at rate 1/⌈n/B⌉: about n samples an epoch, so samples/s = n / seconds for both), noise multiplier 1, clip 1; dpnotebooks' MLP: `--ours {OURS}`; ratio = dpnotebooks / Opacus "
+             "(medians). Unavoidable work of a step: one forward and one backward of the batch (Opacus materializes the per-sample "
+             "gradients; dpnotebooks forms only their norms).", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for task in tasks:
+        n = len(task.train)
+        for B in batches:
+            if B > n: lines.append(f"| {task.name} | {n} | {B} | " + " | ".join(["n/a: B > n"] * (len(head) - 3)) + " |"); continue
+            fns = {(a, dt): ours_epoch(task, B, a, dt) for a in (0.0, 0.1) for dt in ("float64", "float32")}
+            if have: fns["opacus"] = opacus_epoch(task, B)
+            t = interleaved(fns, repeat)
+            ours = [t[(a, dt)] for a in (0.0, 0.1) for dt in ("float64", "float32")]
+            op = t.get("opacus")
+            ratios = [f"{op['median'] / o['median']:.2f}×" if op else "n/a" for o in ours]
+            lines.append(f"| {task.name} | {n} | {B} | " + " | ".join(_sps(n, o) for o in ours) + f" | {_sps(n, op) if op else 'not installed'} | "
+                         + " | ".join(ratios) + " |")
+            print(lines[-1], flush=True)
+    return lines + [""]
+
+def e2e_table(tasks, repeat:int, epsilon=1.0, delta=1e-5, epochs=3, B=64) -> list:
+    lines = [f"## One short private run end to end (ε = {epsilon:g}, δ = {delta:g}, {epochs} epochs, B = {B}, calibration included)", "",
+             "dpnotebooks: `minimize(MLP, 'dp-sgd', alpha=0, batch_size, epochs)` (plan, PLD calibration with every cache cleared first, run, float64). Opacus: "
+             "`make_private_with_epsilon` (PRV accountant) and the epochs. Seconds, median (q25–q75).", "",
+             "| task | dpnotebooks s | Opacus s | ratio (Opacus / dpnotebooks) |", "|---|---|---|---|"]
+    for task in tasks:
+        fns = dict(ours=ours_end_to_end(task, epsilon, delta, epochs, B))
+        if _have("opacus"): fns["opacus"] = opacus_end_to_end(task, epsilon, delta, epochs, B)
+        t = interleaved(fns, repeat, warmup=0)
+        o, op = t["ours"], t.get("opacus")
+        s = lambda x: f"{x['median']:.3g} ({x['q25']:.3g}–{x['q75']:.3g})"
+        lines.append(f"| {task.name} | {s(o)} | {s(op) if op else 'not installed'} | {op['median'] / o['median']:.2f}× |" if op else
+                     f"| {task.name} | {s(o)} | not installed | n/a |")
+        print(lines[-1], flush=True)
+    return lines + [""]
+
+def grad_table(tasks, B:int, repeat:int) -> list:
+    lines = [f"## Per-sample gradients against one batched forward+backward (B = {B} rows, one point)", "",
+             "Unavoidable work: one batched gradient of the same shapes (`full_grad` for the built-in models, autograd of the mean loss "
+             "for the adapters). `each` = materialized per-sample gradients (`grad_each`); `fused` = the clipped per-sample sum "
+             "(`MLP.clipped_sum`), what DP-SGD runs. Target: ratio ≤ 1.5.", "",
+             "| task | model | dtype | dim | batched ms | grad_each ms | ratio | fused clipped sum ms | ratio |", "|---|---|---|---|---|---|---|---|---|"]
+    for task in tasks:
+        for r in grad_rows(task, min(B, len(task.train)), repeat):
+            fu = r.get("fused")
+            lines.append(f"| {task.name} | {r['model']} | {r['dtype']} | {r['d']} | {r['batched'] * 1e3:.3g} | {r['each'] * 1e3:.3g} | "
+                         f"{r['each'] / r['batched']:.2f} | {fu * 1e3:.3g} | {fu / r['batched']:.2f} |" if fu else
+                         f"| {task.name} | {r['model']} | {r['dtype']} | {r['d']} | {r['batched'] * 1e3:.3g} | {r['each'] * 1e3:.3g} | "
+                         f"{r['each'] / r['batched']:.2f} | - | - |")
+            print(lines[-1], flush=True)
+    return lines + [""]
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="breast-cancer only, batch 64 and 256, 3 repeats")
+    ap.add_argument("--out", default="peer-opacus.md", help="the markdown report (default ./peer-opacus.md)")
+    ap.add_argument("--ours", choices=["fused", "materialized", "jax"], default="fused", help="dpnotebooks' MLP (before/after comparisons)")
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip: epoch,e2e,grad")
+    a = ap.parse_args(argv)
+    repeat = 3 if a.quick else a.repeat
+    global OURS; OURS = a.ours
+    if _have("torch"):
+        import torch; torch.set_num_threads(a.threads)
+    tasks = [utility_task("breast-cancer")] + ([] if a.quick else [utility_task("digits")])
+    batches = (64, 256) if a.quick else (64, 256, 1024)
+    skip = set(a.skip.split(","))
+    m = machine(a.threads)
+    lines = ["# DP-SGD against Opacus", "", f"Written by `benchmarks/peer_opacus.py {' '.join(sys.argv[1:])}`.", "",
+             "| machine | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in m.items()] + [""]
+    print("\n".join(lines), flush=True)
+    with threadpool_limits(a.threads):
+        if "epoch" not in skip: lines += epoch_table(tasks, batches, repeat)
+        if "grad" not in skip: lines += grad_table(tasks, 256, repeat)
+        if "e2e" not in skip: lines += e2e_table(tasks, max(1, repeat // 2))
+    lines.append(f"Load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}.")
+    Path(a.out).write_text("\n".join(lines) + "\n")
+    print(f"written: {a.out}")
+    return 0
+
+if __name__ == "__main__": sys.exit(main())
