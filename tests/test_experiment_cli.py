@@ -31,22 +31,25 @@ def _strip(res):
     return [{k: v for k, v in p.items() if k != "runs"} | {"runs": [{k: v for k, v in r.items() if k != "seconds"} for r in p["runs"]]}
             for p in res["smallest"]]
 
+TINY = ["--ds", "4,8", "--epsilons", "4", "--accuracy-epsilons", "4", "--algorithms", "ztc-naive", "--seeds", "2",
+        "--n-min", "2000", "--n-max", "16000"]   # a grid smaller than --quick's: the Dask and resume mechanics, not the numbers
+
 @pytest.mark.slow
 def test_dask_cluster_and_resume(tmp_path):
     "A 2-worker Dask LocalCluster gives the runs of the in-process grid; a grid stopped half-way resumes and skips the finished runs."
     a, b = tmp_path / "local", tmp_path / "dask"
-    assert main(["experiment", "sample-complexity", "--quick", "--quiet", "--out", str(a)]) == 0
-    assert main(["experiment", "sample-complexity", "--quick", "--quiet", "--jobs", "2", "--out", str(b)]) == 0
+    assert main(["experiment", "sample-complexity", *TINY, "--quiet", "--out", str(a)]) == 0
+    assert main(["experiment", "sample-complexity", *TINY, "--quiet", "--jobs", "2", "--out", str(b)]) == 0
     ra, rb = (json.loads((p / "sample_complexity.json").read_text()) for p in (a, b))
     assert _strip(ra) == _strip(rb) and ra["resumed_runs"] == 0
     lines = (a / "runs.jsonl").read_text().splitlines()
     assert len(lines) == len(set(lines)) > 4                                  # each finished run saved once
     half = len(lines) // 2                                                    # stop half-way, the last line cut short
     (a / "runs.jsonl").write_text("\n".join(lines[:half]) + "\n" + lines[half][: len(lines[half]) // 2])
-    assert main(["experiment", "sample-complexity", "--quick", "--quiet", "--out", str(a)]) == 0
+    assert main(["experiment", "sample-complexity", *TINY, "--quiet", "--out", str(a)]) == 0
     rc = json.loads((a / "sample_complexity.json").read_text())
     assert rc["resumed_runs"] == half and _strip(rc) == _strip(ra)
     saved = (a / "runs.jsonl").read_text().splitlines()
     assert len(saved) == len(lines) + 1 and sum(1 for l in saved if _parses(l)) == len(lines)   # the cut line, then only the missing runs
-    assert main(["experiment", "sample-complexity", "--quick", "--quiet", "--fresh", "--out", str(a)]) == 0
+    assert main(["experiment", "sample-complexity", *TINY, "--quiet", "--fresh", "--out", str(a)]) == 0
     assert json.loads((a / "sample_complexity.json").read_text())["resumed_runs"] == 0
