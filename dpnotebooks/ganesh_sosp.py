@@ -116,7 +116,7 @@ def _ganesh_oracle(s:GaneshState, t:int, problem, stream, p) -> tuple:
         m, c = clipped_mean_gradient(problem, s.x, stream.take(p.b1)[1], p.G, p.b1)
         return m + xp_noise(p.sigma1), True, p.b1, 2 * p.G / p.b1, s.gclip.add(c)
     if stream.remaining < p.b2: return None                           # O2 on a fresh batch of b2, same samples at both points
-    lam = p.M * vnorm(s.x - s.x_prev)                                 # ≤ M√κ: drift < κ includes this step
+    lam = min(p.M * vnorm(s.x - s.x_prev), p.M * math.sqrt(p.kappa))  # ≤ M√κ by the drift rule, and capped there: enforced, not assumed
     m, c = clipped_mean_difference(problem, s.x, s.x_prev, stream.take(p.b2)[1], lam, p.b2)
     return s.grad_est + m + xp_noise(p.sigma2), False, p.b2, 2 * lam / p.b2, s.gclip.add(c)
 
@@ -194,7 +194,7 @@ def coupling_error(problem, # a smooth `Problem` (`grad_each`)
                    eta:float, M:float, # step size and per-sample difference clip M||Δx||
                    rng=None,
                   ) -> np.ndarray: # ||z_t − (I − ηH)^{t−1} z_1|| / ||(I − ηH)^{t−1} z_1||, t = 1..steps
-    "Relative deviation from Jin et al.'s exact coupling when both runs use fresh minibatch gradient differences (the flaw LT §1.1 describe)."
+    "Relative deviation from Jin et al.'s exact coupling when both runs use fresh minibatch gradient differences (the flaw LT §1.1 describe). NOT private: a diagnostic that reads the data without noise."
     stream, A = DataStream(problem.data, rng=rng), np.eye(len(z1)) - eta * np.asarray(H)
     x, y, xp_, yp_, exact, out = asarray(x_anchor), asarray(np.asarray(x_anchor) + z1), None, None, np.asarray(z1, float), []
     for t in range(steps):
@@ -323,11 +323,10 @@ def _ganesh_ledger_at(problem, plan, step:int) -> Ledger:
     return ganesh_releases(plan.params) if step >= 1 else Ledger(())
 
 # %% ../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000052
-for _alg in (
+register(
     Algorithm("ganesh-sosp", "Ganesh et al. 2023 (as LT describe it): Gaussian-noise Spider, drift refresh, perturbation escape; LT's baseline",
               ganesh_sosp_recipe, access="single-pass", run=lambda *a: _run_ganesh(*a), params=GaneshParams, stationarity="sosp",
-              planned=lambda problem, plan: ganesh_releases(plan.params), ledger_at=_ganesh_ledger_at),
-): register(_alg)
+              planned=lambda problem, plan: ganesh_releases(plan.params), ledger_at=_ganesh_ledger_at))
 
 # %% ../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000054
 def _ganesh_counts(plan) -> Counts:

@@ -13,7 +13,7 @@ from .backend import get_xp, asarray, to_numpy, make_rng
 from .problems import Problem, Dataset, PROBLEMS
 
 # %% auto #0
-__all__ = ['LowerBound', 'thm7_bound', 'thm7_rate', 'thm2_bound', 'thm2_rate', 'thm2_fp_bound']
+__all__ = ['FP_M_MAX', 'LowerBound', 'thm7_bound', 'thm7_rate', 'thm2_bound', 'thm2_rate', 'thm2_fp_bound']
 
 # %% ../nbs/core/04g_lower_bounds.ipynb #0339c3af
 def _huber(R, L1:float, s:float):
@@ -71,7 +71,7 @@ def _lb_f(self, W, Xd):
     "(f, ∇f) at points W against data rows Xd (broadcast over leading axes)."
     if self.theorem == 2: return _huber(W - Xd, self.L1, self.L0)
     h, g = _huber(W, self.L1, self.L0 / 2)
-    return 0.5 * self.L0 * W[..., 0] * Xd[..., 0] + h, g + 0.5 * self.L0 * Xd[..., :1] * asarray(np.eye(self.dim)[0])
+    return 0.5 * self.L0 * W[..., 0] * Xd[..., 0] + h, g + 0.5 * self.L0 * Xd[..., :1] * asarray(np.eye(1, self.dim)[0])
 LowerBound.value = lambda self, X, batch: _lb_f(self, X[:, None, :], batch.A[None, :, :])[0]
 LowerBound.grad = lambda self, X, batch: _lb_f(self, X[:, None, :], batch.A[None, :, :])[1]
 LowerBound.value_each = lambda self, X, batch: _lb_f(self, X, batch.A[:, None, :])[0]
@@ -82,7 +82,7 @@ def _lb_population_grad(self, w):
     "Thm 7: ∇F(w; D) exactly (E x = vp). Thm 2 is an empirical statement: use `full_grad`."
     if self.theorem != 7: raise ValueError("Thm 2 is about the empirical gradient: use `problem.full_grad`.")
     w = asarray(w); g = _huber(w, self.L1, self.L0 / 2)[1]
-    return g + 0.5 * self.L0 * self.v * self.p * asarray(np.eye(self.dim)[0])
+    return g + 0.5 * self.L0 * self.v * self.p * asarray(np.eye(1, self.dim)[0])
 LowerBound.population_grad = _lb_population_grad
 LowerBound.Phi = property(lambda self: self.L1 / 2 * (self.L0 / self.L1 / 4) ** 2 if self.theorem == 2 else (self.L0 * self.p) ** 2 / (8 * self.L1))
 PROBLEMS[LowerBound.name] = LowerBound
@@ -126,10 +126,12 @@ def _lb_fingerprint(self, U):
     A[:m] = np.where(U[:m] < (1 + p) / 2, 1.0, -1.0) * self.L0 / self.L1 / (4 * math.sqrt(d)); return A
 
 # %% ../nbs/core/04g_lower_bounds.ipynb #f93320b4
+FP_M_MAX = 10_000   # the search over m stops here (each m gives a valid bound; _fp_mu costs O(m))
+
 def thm2_fp_bound(n:int, d:int, epsilon:float, delta:float, L0:float=1.0) -> tuple:
     "(bound, m): ABGGMU Thm 2 by fingerprinting, on `fingerprint=m` data: E||∇F(w̄;S)|| ≥ max_m (L0m/4n)(1/3 − μ_m − (m/2)((e^ε−1)√(2/3d) + 4δ)); no √log(1/δ)."
     c = math.expm1(epsilon) * math.sqrt(2 / (3 * d)) + 4 * delta
-    m = np.arange(1, max(1, min(n - 1, math.ceil(2 / (3 * c)))) + 1)   # negative beyond m = 2/(3c); row n−1 carries p
+    m = np.arange(1, max(1, min(n - 1, math.ceil(2 / (3 * c)), FP_M_MAX)) + 1)   # negative beyond m = 2/(3c); row n−1 carries p; every m is valid
     b = L0 * m / (4 * n) * (1 / 3 - np.array([_fp_mu(int(j)) for j in m]) - m / 2 * c)
     i = int(np.argmax(b)); return max(float(b[i]), 0.0), int(m[i])
 

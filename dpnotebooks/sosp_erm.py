@@ -71,6 +71,10 @@ class ERMParams(NamedTuple):
 def erm_releases(p:ERMParams) -> Ledger:
     "What the ERM variant releases per sample (replace-one): one pass's `sosp_releases`, K times (plain adaptive composition)."
     one = sosp_releases(p.sosp).releases
+    # A record may fall in a gradient batch in one pass and a Hessian batch in another, so the groups are not disjoint across
+    # passes. The ledger's max over same-named groups (K·worst family) still bounds every mix because each family is a Gaussian
+    # composition (μ² adds): refuse anything else rather than price it wrongly.
+    if any(r.mu2 is None for r in one): raise ValueError("erm_releases: every release of a pass must be a Gaussian composition (see the comment above).")
     return Ledger(tuple(r._replace(label=f"{r.label}; once per pass, {p.passes} passes (composition)") for _ in range(p.passes) for r in one))
 
 # %% ../nbs/algorithms/21a_sosp_erm.ipynb #59bc8981
