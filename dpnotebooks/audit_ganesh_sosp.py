@@ -15,8 +15,9 @@ from .privacy import gaussian_event, epsilon_of
 from .audit import AUDITS, epsilon_lower_bound
 from .audit_smooth import SmoothAudit
 from .audit_sosp import sosp_canary_pair, summed_lr_scores
-from .spiderboost import clipped_mean_gradient, clipped_mean_difference
-from .ganesh_sosp import ganesh_parameters, ganesh_releases
+from .clipping import ClipCounter
+from .streams import DataStream
+from .ganesh_sosp import ganesh_parameters, ganesh_releases, ganesh_oracle, GaneshState
 
 # %% auto #0
 __all__ = ['audit_ganesh_sosp', 'audit_ganesh_sosp_o1', 'GANESH_AUDITS', 'run_ganesh_audit']
@@ -29,18 +30,23 @@ def _ganesh_calibration(d:int, epsilon:float, delta:float, alpha:float) -> tuple
     return p, ganesh_releases(p).spent(delta)
 
 # %% ../nbs/audits/43b_audit_ganesh_sosp.ipynb #gb000007
+def _oracle_mean(p, data, x, x_prev, release:str):
+    "The noise-free output of ganesh-sosp's oracle with `data` as its batch: O1 at x (drift spent), or O2 from x_prev to x."
+    s = GaneshState(x=x, x_prev=x_prev, grad_est=np.zeros_like(x), x_anc=x, drift=p.kappa if release == "o1" else 0.0, k=0, frozen=0,
+                    escaping=False, t_anc=0, refreshes=0, gclip=ClipCounter(), anchors=[], rec={}, xs=[], rng=make_rng(0))
+    out = ganesh_oracle(s, 0, Saddle(data), DataStream(data, rng=0), p._replace(sigma1=0.0, sigma2=0.0))
+    assert out[1] == (release == "o1"), "the oracle took the other branch"
+    return to_numpy(out[0])
+
 def _ganesh_shift(p, d:int, x, r, steep:float, bug:str|None, release:str) -> tuple:
     "(Δ, σ, sensitivity, label) of one release family of ganesh-sosp: the canary in an O2 (or O1) batch."
-    F = 1e8 if bug == "no clipping" else 1.0
-    if release == "o1":
-        D, Dp = sosp_canary_pair(p.b1, d, r.child(0), steep)
-        m = [to_numpy(clipped_mean_gradient(Saddle(data), x, data, p.G * F, p.b1)[0]) for data in (D, Dp)]
-        return m[1] - m[0], p.sigma1, 2 * p.G / p.b1, f"ganesh-sosp O1 release (b1 = {p.b1}, replace-one)"
-    step = math.sqrt(p.kappa) * ((1 - 1e-9) if bug != "no drift rule" else 4.0)
-    D, Dp = sosp_canary_pair(p.b2, d, r.child(0), steep)
-    x_prev = x - step * np.eye(d)[0]
-    m = [to_numpy(clipped_mean_difference(Saddle(data), x, x_prev, data, p.M * step * F, p.b2)[0]) for data in (D, Dp)]
-    return m[1] - m[0], p.sigma2, 2 * p.M * math.sqrt(p.kappa) / p.b2, f"ganesh-sosp O2 release after a step {step:.3g} (b2 = {p.b2}, replace-one)"
+    run = p._replace(G=p.G * 1e8, M=p.M * 1e8) if bug == "no clipping" else p._replace(kappa=16 * p.kappa) if bug == "no drift rule" else p
+    b, sigma, sens = (p.b1, p.sigma1, 2 * p.G / p.b1) if release == "o1" else (p.b2, p.sigma2, 2 * p.M * math.sqrt(p.kappa) / p.b2)
+    step = 4 * math.sqrt(p.kappa)
+    D, Dp = sosp_canary_pair(b, d, r.child(0), steep)
+    m = [_oracle_mean(run, data, x, x - step * np.eye(d)[0], release) for data in (D, Dp)]
+    what = f"O1 release (b1 = {b}" if release == "o1" else f"O2 release after a step {step:.3g} (b2 = {b}"
+    return m[1] - m[0], sigma, sens, f"ganesh-sosp {what}, replace-one)"
 
 # %% ../nbs/audits/43b_audit_ganesh_sosp.ipynb #gb000008
 def run_ganesh_audit(epsilon:float, delta:float, # the target `ganesh_parameters` calibrates to

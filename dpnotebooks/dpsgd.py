@@ -37,6 +37,7 @@ def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`; a `clippe
     "Sum over the batch of per-sample gradients at x + y_i, y_i ~ U(B_α), each clipped to norm C (Abadi et al. 2016, Alg. 1)."
     xp, d, b = get_xp(), int(problem.dim), len(batch)
     rows, fused = max(1, int(chunk) // d), getattr(problem, "clipped_sum", None)
+    if alpha != 0 and not getattr(problem, "clipped_sum_perturbs", True): fused = None   # a fused path at x only (04e_losses)
     dt, dev = get_dtype(), get_device()
     total, count = xp.zeros(d, dtype=dt, device=dev), ClipCounter()
     for lo in range(0, b, rows):

@@ -24,7 +24,7 @@ from .registry import Plan, InsufficientDataError, Algorithm, RunOutput, registe
 from .cost import COUNTERS, Counts, CHUNK
 
 # %% auto #0
-__all__ = ['GANESH_STREAM', 'GaneshParams', 'ganesh_parameters', 'ganesh_releases', 'GaneshState', 'ganesh_sosp',
+__all__ = ['GANESH_STREAM', 'GaneshParams', 'ganesh_parameters', 'ganesh_releases', 'GaneshState', 'ganesh_oracle', 'ganesh_sosp',
            'coupling_error', 'ganesh_claimed_rate', 'tao_rate', 'direct_fix_curvature', 'ganesh_samples_estimate',
            'ganesh_sosp_recipe']
 
@@ -108,7 +108,7 @@ class GaneshState(NamedTuple):
     rng: object
 
 # %% ../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000018
-def _ganesh_oracle(s:GaneshState, t:int, problem, stream, p) -> tuple:
+def ganesh_oracle(s:GaneshState, t:int, problem, stream, p) -> tuple:
     "(released ∇_t, refresh, batch, sensitivity, clip counter) of step t, or None when the data run out."
     xp_noise = lambda sig: s.rng.child(GANESH_STREAM, 1, t).normal(int(s.x.shape[0]), scale=sig, dtype=NOISE_DTYPE) if sig > 0 else 0.0
     if s.drift >= p.kappa or s.k >= p.q:                              # O1 on a fresh batch of b1
@@ -123,7 +123,7 @@ def _ganesh_oracle(s:GaneshState, t:int, problem, stream, p) -> tuple:
 # %% ../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000020
 def _ganesh_step(s:GaneshState, t1:int, problem, stream, p, escape:bool, stop_at_certificate:bool):
     "Step t = t1 − 1: the noisy Spider estimate, the perturbation at a saddle candidate, the move, the escape's end."
-    t = t1 - 1; o = _ganesh_oracle(s, t, problem, stream, p)
+    t = t1 - 1; o = ganesh_oracle(s, t, problem, stream, p)
     if o is None: return Stop(s, "data")
     grad_est, refresh, bt, sens, gclip = o
     drift, k = (0.0, 0) if refresh else (s.drift, s.k + 1)

@@ -8,7 +8,8 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/core/losses.html.md"""
 from __future__ import annotations
 import copy, math
 import numpy as np
-from .backend import asarray, to_numpy
+from .backend import asarray, to_numpy, get_xp
+from .clipping import Clipped, clip_rows
 from .problems import Problem, Dataset
 from .validation import check_positive
 
@@ -162,6 +163,80 @@ def _module_loss(torch, functional_call, model, loss):
     params = {k: v.detach() for k, v in module.named_parameters()}
     return (lambda q, a, y: loss(out(q, a), y)), params, out, module
 
+# %% ../nbs/core/04e_losses.ipynb #84d8e621
+def _ghost_layers(torch, module, p:int):
+    "The module's `nn.Linear` layers when ghost clipping is exact for it (see above), else None."
+    lins = [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
+    owned = {id(q) for m in lins for q in m.parameters(recurse=False)}
+    if not lins or any(id(q) not in owned for q in module.parameters()): return None
+    probe, seen = torch.randn(3, p, dtype=torch.float64, generator=torch.Generator().manual_seed(0)), []
+    hooks = [m.register_forward_hook(lambda m, i, o: seen.append((id(m), i[0].dim()))) for m in lins]
+    try:
+        with torch.no_grad(): batched, each = module(probe), torch.cat([module(probe[i:i + 1]) for i in range(3)])
+    finally:
+        for hk in hooks: hk.remove()
+    once = all(sum(s == id(m) for s, _ in seen) == 4 for m in lins) and all(k == 2 for _, k in seen)
+    return lins if once and torch.allclose(batched, each, rtol=1e-10, atol=1e-12) else None
+
+def _batched_loss(torch, loss):
+    "`loss` itself if it maps a batch of outputs to its per-example losses (checked on a public probe), else its vmap."
+    o, t = torch.randn(4, dtype=torch.float64, generator=torch.Generator().manual_seed(1)), torch.tensor([0.0, 1.0, 1.0, 0.0], dtype=torch.float64)
+    try: v = loss(o, t); same = v.shape == (4,) and torch.allclose(v, torch.func.vmap(loss)(o, t), rtol=1e-12, atol=0)
+    except Exception: same = False     # e.g. a loss that reduces the batch to one number (shape mismatch), or fails on a batch
+    return loss if same else torch.func.vmap(loss)
+
+# %% ../nbs/core/04e_losses.ipynb #87966691
+class _TorchGhost:
+    "Σ_i clip_C ∇ℓ_i of a dense-layer module from one batched forward and one backward (host: numpy in, numpy out)."
+    def __init__(self, torch, module, loss):
+        self.torch, self.module, self.loss, self.taps = torch, copy.deepcopy(module), _batched_loss(torch, loss), None
+        self.lins = [m for m in self.module.modules() if isinstance(m, torch.nn.Linear)]
+        self.order = [id(q) for q in self.module.parameters()]
+        for m in self.lins: m.register_forward_hook(self._tap)
+    def _tap(self, m, i, o):
+        if self.taps is not None: self.taps.append((m, i[0], o))
+    def grads(self, x, A, y) -> list:
+        "[(weight id, bias id or None, inputs a (b, in), ∂Σℓ/∂outputs g (b, out))] at the flat parameters x, as numpy."
+        torch = self.torch; T = lambda v: torch.as_tensor(np.asarray(v), dtype=torch.float64)
+        torch.nn.utils.vector_to_parameters(T(x), self.module.parameters())
+        self.taps = []
+        try:
+            o = self.module(T(A)); o = o.squeeze(-1) if o.shape[-1:] == (1,) else o
+            taps, gs = self.taps, torch.autograd.grad(self.loss(o, T(y)).sum(), [t[2] for t in self.taps])
+        finally: self.taps = None
+        return [(id(m.weight), None if m.bias is None else id(m.bias), a.detach().numpy(), g.numpy()) for (m, a, _), g in zip(taps, gs)]
+
+# %% ../nbs/core/04e_losses.ipynb #2c03eeb2
+def _ghost_call(self, x, A, y, clip:float) -> tuple:
+    "(clipped sum (dim,) numpy, rows clipped, rows zeroed as non-finite); the few small products in numpy (less overhead)."
+    taps = self.grads(x, A, y)
+    with np.errstate(all="ignore"):
+        n2 = sum((np.einsum("ij,ij->i", a, a) + (ib is not None)) * np.einsum("ij,ij->i", g, g) for _, ib, a, g in taps)
+        bad = ~np.isfinite(n2); n2 = np.where(bad, 0.0, n2)
+        c = np.where(bad, 0.0, np.minimum(1.0, clip / np.maximum(np.sqrt(n2), np.finfo(float).tiny)))
+    part = {}
+    for iw, ib, a, g in taps:
+        cg = g * c[:, None]
+        if bad.any(): cg, a = np.where(bad[:, None], 0.0, cg), np.where(bad[:, None], 0.0, a)
+        part[iw] = cg.T @ a
+        if ib is not None: part[ib] = cg.sum(0)
+    S = np.concatenate([part[i].reshape(-1) for i in self.order])
+    return S, int(np.count_nonzero(np.sqrt(n2) > clip * (1 + 1e-12))), int(np.count_nonzero(bad))
+
+_TorchGhost.__call__ = _ghost_call
+
+# %% ../nbs/core/04e_losses.ipynb #72d90c8f
+def _framework_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng=None) -> tuple:
+    "(Σ_i clip_C ∇ℓ_i(x) (dim,), `Clipped` counts): the framework's one-pass path where it has one (α = 0 only)."
+    if Y is not None or alpha != 0: raise ValueError("FrameworkLoss.clipped_sum computes gradients at x itself (alpha = 0); perturbed points go through grad_each.")
+    if "clipped_sum" not in self._fns:
+        c = clip_rows(self.grad_each(asarray(x)[None, None, :] + get_xp().zeros((len(batch), 1, 1)), batch), clip)
+        return get_xp().sum(c.values, axis=(0, 1)), Clipped(None, c.clipped, c.total, c.nonfinite)
+    S, k, bad = self._fns["clipped_sum"](to_numpy(x), to_numpy(batch.A), to_numpy(batch.y), float(clip))
+    return asarray(S), Clipped(None, k, len(batch), bad)
+
+FrameworkLoss.clipped_sum, FrameworkLoss.clipped_sum_perturbs = _framework_clipped_sum, False
+
 # %% ../nbs/core/04e_losses.ipynb #bd5610ac
 def from_torch(model, # a torch.nn.Module (its output on one example goes to `loss`), or fn(params, a, y) -> scalar
                data, # a `Dataset`, or a pair (features (n, p), targets (n,))
@@ -179,7 +254,9 @@ def from_torch(model, # a torch.nn.Module (its output on one example goes to `lo
     flat, unflatten = _torch_flat(torch, params)
     f = lambda x, a, y: model(unflatten(x), a, y)
     pr = None if predict is None else (lambda x, a: predict(unflatten(x), a))
-    return _check_scalar(FrameworkLoss(data, L, flat.numpy(), _torch_fns(torch, vmap, grad, f, pr), unflatten, "torch", smoothness, module))
+    fns = _torch_fns(torch, vmap, grad, f, pr)
+    if module is not None and _ghost_layers(torch, module, _as_dataset(data).p): fns["clipped_sum"] = _TorchGhost(torch, module, loss)
+    return _check_scalar(FrameworkLoss(data, L, flat.numpy(), fns, unflatten, "torch", smoothness, module))
 
 # %% ../nbs/core/04e_losses.ipynb #3b750e68
 def _module_at(self, x):

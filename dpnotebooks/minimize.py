@@ -395,10 +395,11 @@ def naive_recipe(n:int, d:int, epsilon:float|None, delta:float|None, alpha:float
 # %% ../nbs/planning/30_minimize.ipynb #1afec4f6
 DPSGD_EPOCHS, DPSGD_BATCH_C, DPSGD_STEP_C = 30, 3.0, 2.0   # the default rule: 30 epochs, B ≈ 3√n, steps of length ≈ 2Φ/L
 
-def dpsgd_step_size(d:int, batch:int, L:float, Phi:float, sigma:float, sampling:str) -> float:
-    "η = c·Φ/(L·G), G = √(C² + d·σ̄²) the expected norm of a released gradient (σ̄: noise std per coordinate on the mean, C = L)."
+def dpsgd_step_size(d:int, batch:int, L:float, Phi:float, sigma:float, sampling:str, C:float|None=None) -> float:
+    "η = c·Φ/(L·G), G = √(C² + d·σ̄²) the expected norm of a released gradient (σ̄: noise std per coordinate on the mean; clip C, default L)."
+    C = L if C is None else C
     noise = sigma / batch if sampling == "poisson" else sigma
-    return DPSGD_STEP_C * Phi / (L * math.sqrt(L * L + d * noise * noise))
+    return DPSGD_STEP_C * Phi / (L * math.sqrt(C * C + d * noise * noise))
 
 # %% ../nbs/planning/30_minimize.ipynb #b8c8f6e0
 def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta:float|None=None, L:float=1.0, Phi:float=1.0,
@@ -407,6 +408,7 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta
                  epochs:int=DPSGD_EPOCHS, # passes over the data: T = epochs·⌊n/B⌋ steps
                  lr:float|None=None, # default 2Φ/(L·G), G = √(L² + d·σ̄²) the expected norm of a released gradient
                  sampling:str="poisson", # 'poisson' (amplified) or 'shuffle' (disjoint batches per epoch, no amplification)
+                 C:float|None=None, # per-sample clip norm (default L); the noise scales with it and the default step with 1/C
                 ) -> Plan:
     "Parameters of DP-SGD (Abadi et al. 2016) with defaults from public quantities only; on F_α when α > 0 (0: plain DP-SGD)."
     from dpnotebooks.dpsgd import dpsgd_releases
@@ -414,19 +416,20 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta
     if alpha == 0 and beta is not None: raise ValueError("A Goldstein target `beta` needs a radius alpha > 0; plain DP-SGD (alpha = 0) has none. Drop beta or give alpha.")
     b = int(min(n, batch_size or max(16, round(DPSGD_BATCH_C * math.sqrt(n)))))
     steps = max(1, epochs * (n // b))
-    sigma = calibrate_ledger(dpsgd_releases(n, steps, b, L, 1.0, sampling), epsilon, delta, accountant)
-    eta = float(lr or dpsgd_step_size(d, b, L, Phi, sigma, sampling))
-    params = DPSGDParams(T=steps, batch=b, eta=eta, C=L, sigma=sigma, sampling=sampling)
+    C = float(L if C is None else check_positive("C", C))
+    sigma = calibrate_ledger(dpsgd_releases(n, steps, b, C, 1.0, sampling), epsilon, delta, accountant)
+    eta = float(lr or dpsgd_step_size(d, b, L, Phi, sigma, sampling, C))
+    params = DPSGDParams(T=steps, batch=b, eta=eta, C=C, sigma=sigma, sampling=sampling)
     derived = dict(epochs=epochs, lr_rule=lr is None)
     if alpha == 0:
         return _plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, epsilon, delta, 0.0, math.nan, L, Phi, params,
-                     rate=math.nan, accountant=accountant, errata=("per-sample clipping to L; sigma from the accountant",),
+                     rate=math.nan, accountant=accountant, errata=("per-sample clipping to C (default L); sigma from the accountant",),
                      derivation=dict(derived, goldstein="not applicable: alpha = 0 (plain DP-SGD, no Goldstein target)"))
     rate = lambda k: klt_single_pass_rate(k, d, epsilon, alpha, L, Phi)
     target = float(beta) if beta else rate(n)
     return _plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, epsilon, delta, alpha, target, L, Phi, params,
                  rate=rate(n), n_required=n_for_rate(rate, target), beta_chosen=beta is None, accountant=accountant,
-                 errata=("per-sample clipping to L; sigma from the accountant",), derivation=dict(derived, goldstein="reference only: KLT Thm. 3.1's rate"))
+                 errata=("per-sample clipping to C (default L); sigma from the accountant",), derivation=dict(derived, goldstein="reference only: KLT Thm. 3.1's rate"))
 
 # %% ../nbs/planning/30_minimize.ipynb #ef49a1e1
 def _o2nc_releases(build, problem, plan, step:int|None=None) -> Ledger:

@@ -33,8 +33,9 @@ from .clipping import clip_rows
 from .o2nc import period_position
 
 # %% auto #0
-__all__ = ['SEPARABLE', 'SMOOTH_ONE_RUN', 'ONE_RUN_AUDITS', 'ONE_RUN_DEFAULTS', 'one_run_p_value', 'one_run_epsilon',
-           'count_guesses', 'OneRunAudit', 'canary_shifts', 'CanaryShifts', 'recorded_shifts', 'run_one_run_audit']
+__all__ = ['SEPARABLE', 'TIME_SEPARATED', 'SMOOTH_ONE_RUN', 'ONE_RUN_AUDITS', 'ONE_RUN_DEFAULTS', 'one_run_p_value',
+           'one_run_epsilon', 'count_guesses', 'OneRunAudit', 'canary_shifts', 'CanaryShifts', 'recorded_shifts',
+           'period_shifts', 'run_one_run_audit']
 
 # %% ../nbs/audits/45_one_run_audit.ipynb #5cd9ef06
 def one_run_p_value(m:int, # canaries, each included independently with probability 1/2
@@ -118,12 +119,14 @@ def _dpsgd_one_run(epsilon, delta, m, r, bug, steep, n_honest:int=20, epochs:int
     return claim, (x0 - x)[1:], S, f"dp-sgd (n = B = {n}, {p.T} step{'s' if p.T > 1 else ''}, d = {d}, output x_T only)"
 
 # %% ../nbs/audits/45_one_run_audit.ipynb #29c161cc
+_ONE_RUN_FIELDS = {"klt-multi-pass": dict(m=1)}   # plan fields of the audited run: KLT Alg. 4 with one direction per sample (a FREE field)
+
 def _oracle_plan(name:str, epsilon:float, delta:float, m:int, r) -> tuple:
     "(plan, honest, probe, rows, steps, T, claim): recipe plan in d = m + 1, the rows and steps the m canaries take, the claim."
     spec, alg = AUDIT_SPECS[name], ALGORITHMS[name]
     for grow in (1, 4, 16, 64, 128):                                    # enough data for the recipe's first periods (ztc-naive: B ~ d²)
         honest = audit_data(grow * (spec.n + m), m + 1, r.child(0))
-        try: plan = plan_run(SignedAbs(honest), name, epsilon, delta, **spec.overrides); break
+        try: plan = plan_run(SignedAbs(honest), name, epsilon, delta, **spec.overrides, **_ONE_RUN_FIELDS.get(name, {})); break
         except InsufficientDataError:
             if grow == 128: raise
     probe, access = alg.build(SignedAbs(honest), plan, r.child(1))   # the run as `minimize` builds it
@@ -258,7 +261,57 @@ def _oracle_one_run(name, epsilon, delta, m, r, bug, steep) -> tuple:
     U, std = runs.units(S, r.child(2), 1.0)                             # THE training run: one, with its noise
     scores = score((U - U0) / std[:, None] ** 2)
     read = "every step" if probe.access == "multi-pass" else f"steps {steps.min()}..{steps.max()}"
-    return claim, scores, S, f"{name} (d = {m + 1}, {T} steps, canaries read at {read})"
+    dirs = f", {plan.params.m} direction per sample" if name in _ONE_RUN_FIELDS else ""
+    return claim, scores, S, f"{name} (d = {m + 1}, {T} steps, canaries read at {read}{dirs})"
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #6865d7dc
+def _period_plan(name:str, epsilon:float, delta:float, m:int, r) -> tuple:
+    "(plan, honest, rows, steps, Z, claim): the d = 1 plan of the multi-run audit for m periods; canary j at the best leaf of period j."
+    spec, alg = AUDIT_SPECS[name], ALGORITHMS[name]
+    p = plan_run(SignedAbs(audit_data(spec.n, 1, r.child(0))), name, epsilon, delta, **spec.overrides).params
+    honest = audit_data(m * (p.B1 + (p.period - 1) * p.B2), 1, r.child(0))    # exactly the samples of m periods
+    plan = plan_run(SignedAbs(honest), name, epsilon, delta, T=m * p.period, period=p.period, B1=p.B1, B2=p.B2, D=p.D)
+    probe, access = alg.build(SignedAbs(honest), plan, r.child(1))          # the run as `minimize` builds it
+    q = spec.canary_step(probe)                                              # `best_leaf`: ztc 2, klt-single-pass 1
+    steps = q + p.period * np.arange(m)
+    rows = np.array([access.order[probe.samples_needed(s - 1) if s > 1 else 0] for s in steps]).astype(int)
+    Z = [np.array([spec.path(period_position(t, p.period)[1], q, plan)]) for t in range(1, m * p.period + 1)]
+    return plan, honest, rows, steps, Z, probe.releases(m * p.period).spent(delta, plan.accountant)
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #99086a21
+def _period_data(honest:Dataset, rows, labels, steep:float) -> Dataset:
+    "`honest` (d = 1) with row rows[j] replaced by the canary (steep, labels[j]): label 0 is the neutral record."
+    A, y = to_numpy(honest.A).copy(), to_numpy(honest.y).copy()
+    A[rows, 0] = steep; y[rows] = labels
+    return Dataset(A, y, "canaries")
+
+class _PeriodRuns(_DiracRuns):
+    "A tree oracle in d = 1 with canary j alone in period j (`_DiracRuns`' units and noise)."
+    def built(self, labels):
+        oracle, _ = ALGORITHMS[self.name].build(SignedAbs(_period_data(self.honest, self.rows, labels, self.steep)), self.plan, self.r.child(1))
+        if self.bug is not None: self.bug(oracle, Canary(int(self.rows[0]), int(self.steps[0])))
+        return oracle
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #d973aeee
+TIME_SEPARATED = ("ztc", "klt-single-pass")   # tree oracles audited in d = 1 with one canary per period (their charge is tight at d = 1)
+
+def period_shifts(runs, # `_PeriodRuns`: m canaries, T = m·P steps
+                 ) -> tuple:
+    "(U₀ (T, 1), H (m, P)): noise-free units with every canary neutral; h_j, canary j's shift on period j's units (two runs)."
+    m = len(runs.rows)
+    U0 = runs.units(np.zeros(m), 0, 0.0)[0]
+    return U0, (runs.units(np.ones(m), 0, 0.0)[0] - U0)[:, 0].reshape(m, -1)   # periods are disjoint: one run gives every h_j
+
+# %% ../nbs/audits/45_one_run_audit.ipynb #3f719d15
+def _period_one_run(name, epsilon, delta, m, r, bug, steep) -> tuple:
+    "(claim, scores, S, label): a tree oracle in d = 1, canary j alone in period j; score_j = ⟨U − U₀, h_j⟩_σ over period j."
+    plan, honest, rows, steps, Z, claim = _period_plan(name, epsilon, delta, m, r)
+    runs = _PeriodRuns(name, plan, honest, rows, steps, Z, r, bug, steep)
+    U0, H = period_shifts(runs)
+    S = _labels(r, m)
+    U, std = runs.units(S, r.child(2), 1.0)                             # THE training run: one, with its noise
+    scores = (((U - U0)[:, 0] / std ** 2).reshape(m, -1) * H).sum(axis=1)
+    return claim, scores, S, f"{name} (d = 1, {m} periods of {len(Z) // m} steps, canary j at leaf {steps[0]} of period j)"
 
 # %% ../nbs/audits/45_one_run_audit.ipynb #428c2cdc
 GLM_RANK_PER = 100   # the audited abggmu-glm's PUBLIC rank bound is ⌊(m+1)/GLM_RANK_PER⌋ (k below d = m + 1)
@@ -380,7 +433,7 @@ SMOOTH_ONE_RUN = {"abggmu-convex": _abggmu_one_run, "abggmu-glm": _abggmu_one_ru
                   "lt-sosp": _sosp_one_run, "lt-sosp-erm": _sosp_one_run, "ganesh-sosp": _sosp_one_run}   # second order: the refresh batch
 ONE_RUN_AUDITS = ("dp-sgd", *AUDIT_SPECS, *SMOOTH_ONE_RUN)   # the registered algorithms with a one-run audit
 # (m, k) one run affords on two cores where the oracle's cost grows with d = m + 1 (the table below); others: (1000, m/10)
-ONE_RUN_DEFAULTS = {"ztc-naive": (512, None), "ztc": (256, None), "klt-single-pass": (256, None), "klt-multi-pass": (32, 16)}
+ONE_RUN_DEFAULTS = {"ztc-naive": (512, None)}
 
 def run_one_run_audit(name:str, # a key of ONE_RUN_AUDITS
                       epsilon:float, delta:float, # the target the recipe calibrates to
@@ -398,7 +451,8 @@ def run_one_run_audit(name:str, # a key of ONE_RUN_AUDITS
     if not (isinstance(canaries, (int, np.integer)) and canaries >= 2): raise ValueError(f"`canaries` must be an integer >= 2. Found {canaries!r}.")
     k, r = (k or max(1, canaries // 10)) if guesses is None else guesses, make_rng(rng)
     if not 1 <= k <= canaries: raise ValueError(f"`guesses` must be between 1 and canaries = {canaries}. Found {k}.")
-    run = _dpsgd_one_run if name == "dp-sgd" else (lambda *a: SMOOTH_ONE_RUN.get(name, _oracle_one_run)(name, *a))
+    one = SMOOTH_ONE_RUN.get(name, _period_one_run if name in TIME_SEPARATED else _oracle_one_run)
+    run = _dpsgd_one_run if name == "dp-sgd" else (lambda *a: one(name, *a))
     claim, scores, S, label = run(epsilon, delta, canaries, r, bug, steep)
     rr, v = count_guesses(scores, S, k)
     return OneRunAudit(name, float(claim), delta, canaries, rr, v, one_run_epsilon(canaries, rr, v, delta, confidence), confidence, label, scores, S)

@@ -174,9 +174,13 @@ def _erm_errata(K:int, tau:int) -> tuple:
             "output: the first anchor whose escape failed (§2.7)")
 
 # %% ../nbs/algorithms/21a_sosp_erm.ipynb #3f693fa6
+def erm_reads_estimate(p) -> int:
+    "Worst-case reads of lt-sosp-erm: Lemma 3.15's count (`sosp_samples_estimate`) plus the refresh (2b reads) opening each later pass."
+    return sosp_samples_estimate(p.sosp) + 2 * p.sosp.b * (p.passes - 1)
+
 def _erm_alpha(n, K, make, a_max, target) -> tuple:
     "(α, chosen, α_run): the requested α or the smallest the worst case affords over K·n reads; refused when none ≤ a_max does."
-    run = lt_sosp_alpha_for(K * int(n), lambda a: make(a).sosp, a_max)
+    run = lt_sosp_alpha_for(K * int(n), make, a_max, samples=erm_reads_estimate)
     if target is not None: return target, False, run
     if not math.isfinite(run):
         raise InsufficientDataError(f"lt-sosp-erm: {K} passes over n = {n} samples are too few for any alpha <= {a_max:.3g} in the worst "
@@ -203,7 +207,7 @@ def lt_sosp_erm_recipe(n:int, d:int, epsilon:float, delta:float,
     a_max = min(float(L), M**2 / rho)
     target, chosen, run = _erm_alpha(n, K, make, a_max, alpha if alpha is not None else beta)
     p = make(check_positive("alpha", target)); q = p.sosp
-    need, n_min = sosp_samples_estimate(q), max(2 * q.b + 2, math.ceil((4 * q.b + 2 * q.T) / K))
+    need, n_min = erm_reads_estimate(p), max(2 * q.b + 2, math.ceil((4 * q.b + 2 * q.T) / K))
     if n < n_min:
         raise InsufficientDataError(f"lt-sosp-erm: n = {n} samples are too few for alpha = {target:g}: each pass needs {2 * q.b + 2} (a refresh, "
                                     f"two batches of b = {q.b}, and a step) and the {K} passes {4 * q.b + 2 * q.T} together. Use at least "
@@ -237,7 +241,7 @@ def _run_lt_sosp_erm(problem, plan, rng, x0, progress, ck) -> RunOutput:
 # %% ../nbs/algorithms/21a_sosp_erm.ipynb #f6b451ec
 def _erm_counts(plan) -> Counts:
     "What a run of `plan` computes, at most: Lemma 3.15's reads capped by K·n, a gradient and a Hessian per read."
-    q, d = plan.params.sosp, plan.d; S = min(plan.params.passes * plan.n, sosp_samples_estimate(q))
+    q, d = plan.params.sosp, plan.d; S = min(plan.params.passes * plan.n, erm_reads_estimate(plan.params))
     return Counts(q.T, grads=S, hessians=S, draws=2 * q.T * d, floats=min(CHUNK, 2 * q.b * d * d), bound="at most")
 COUNTERS["lt-sosp-erm"] = _erm_counts
 

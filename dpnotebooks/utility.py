@@ -65,7 +65,7 @@ def utility_task(name:str, # a key of `UTILITY_DATASETS`
 UTILITY_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 UTILITY_ALGORITHMS = ("dp-sgd", "abggmu-spider", "abggmu-tree-spider", "abggmu-convex", "abggmu-glm",
                       "klt-first-order", "klt-single-pass", "ztc", "ztc-naive")
-TUNING_GRID = {"lr": [0.5, 2.0, 8.0], "epochs": [10, 30]}   # DP-SGD's step size (about ×0.5–×8 of its default) × passes
+TUNING_GRID = {"C": [0.03, 0.1, 0.3], "epochs": [10, 30]}   # DP-SGD's clip (the default step follows: η ∝ 1/C) × passes
 MODELS = ("logistic", "mlp")
 
 def mlp_problem(train:Dataset, hidden:int=32):

@@ -50,7 +50,7 @@ def test_every_algorithm_lists_its_knobs_and_unknown_overrides_name_them(logisti
     for name, alg in ALGORITHMS.items():
         k = algorithm_knobs(name)
         assert set(k["fields"]) == set(alg.params._fields) and all(r in ("noise", "free", "re-priced") for r, _ in k["fields"].values())
-    assert set(algorithm_knobs("dp-sgd")["recipe"]) == {"batch_size", "epochs", "lr", "sampling"}
+    assert set(algorithm_knobs("dp-sgd")["recipe"]) == {"batch_size", "epochs", "lr", "sampling", "C"}
     assert "c_D" in algorithm_knobs("klt-first-order")["recipe"]
-    with pytest.raises(ValueError, match=r"recipe constants \(batch_size, epochs, lr, sampling\).*DPSGDParams: T, batch"):
+    with pytest.raises(ValueError, match=r"recipe constants \(batch_size, epochs, lr, sampling, C\).*DPSGDParams: T, batch"):
         plan_run(logistic, "dp-sgd", 1.0, 1e-5, B2=64)
