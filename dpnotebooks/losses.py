@@ -107,12 +107,15 @@ def from_jax(loss, # loss(params, a, y) -> scalar: the loss of one example (feat
              predict=None, # predict(params, a) -> scalar score, for `predict`/`score` (classifiers: class 1 where > 0)
              smoothness:float|None=None, # a PUBLIC smoothness bound, for the smooth-loss algorithms (abggmu-*)
             ) -> FrameworkLoss:
-    "A JAX per-example loss as a `Problem`: per-sample values and gradients by jax.vmap(jax.grad(...)) on the flat parameters."
+    "A JAX per-example loss as a `Problem`: per-sample values and gradients by jax.vmap(jax.grad(...)) on the flat parameters; the clipped sum by ghost clipping."
     jax, jnp, ravel_pytree = _jax()
     flat, unravel = ravel_pytree(jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=jnp.float64), params))
     f = lambda x, a, y: loss(unravel(x), a, y)
     pr = None if predict is None else (lambda x, a: predict(unravel(x), a))
-    return _check_scalar(FrameworkLoss(data, L, np.asarray(flat), _jax_fns(jax, jnp, f, pr), unravel, "jax", smoothness))
+    from dpnotebooks.jax_ghost import jax_clipped_sum_fn        # imports jax: here, never when the package is imported
+    fns = _jax_fns(jax, jnp, f, pr)
+    fns["clipped_sum"] = jax_clipped_sum_fn(f)                  # DP-SGD's clipped sum by ghost clipping (04i_jax_ghost)
+    return _check_scalar(FrameworkLoss(data, L, np.asarray(flat), fns, unravel, "jax", smoothness))
 
 # %% ../nbs/core/04e_losses.ipynb #7bfaa08a
 def _torch():

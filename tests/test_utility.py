@@ -23,7 +23,7 @@ def test_structure(tiny):
     assert tiny["datasets"]["wine"]["n_train"] == 125 and 0.9 <= tiny["datasets"]["wine"]["reference"] <= 1
     assert tiny["targets"] is None                                   # the targets are breast-cancer's
     tuned = [r for p in tiny["points"] if p["series"] == "dp-sgd-tuned" for r in p["runs"]]
-    assert all(set(r["hyperparameters"]) == {"lr", "epochs"} for r in tuned)
+    assert all(set(r["hyperparameters"]) == {"C", "epochs"} for r in tuned)
     assert "non-private reference" in format_utility(tiny)
 
 def test_epsilon_spent_within_budget(tiny):

@@ -1,0 +1,251 @@
+"""Ghost clipping for JAX losses (`dpnotebooks.jax_ghost`, nbs/core/04i_jax_ghost.ipynb) agrees with per-sample
+vmap(grad) + clip: every layer kind the analysis accepts, every fallback it takes, non-finite rows, float32, the
+bucketed batch sizes. The notebook checks the ReLU network, logistic regression and one fallback; these are the rest.
+
+    .venv/bin/python -m pytest -q tests/test_jax_ghost.py            # fast ones (~seconds)
+    .venv/bin/python -m pytest -q -m slow tests/test_jax_ghost.py    # the full agreement matrix (about a minute)
+"""
+import subprocess, sys
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax", reason="JAX is an optional extra (pip install 'dpnotebooks[jax]'): ghost clipping for JAX losses is not available")
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+from dpnotebooks.jax_ghost import jax_clipped_sum_fn
+
+jax.config.update("jax_enable_x64", True)
+D, K = 7, 5                                                             # small shapes: the tests are about exactness
+
+
+def reference(f, x, A, y, clip):
+    "Σ_i min(1, C/‖g_i‖) g_i from materialized per-sample gradients (numpy), non-finite rows zeroed; and the two counts."
+    G = np.asarray(jax.jit(jax.vmap(jax.grad(f), (None, 0, 0)))(x, A, y), dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"): n2 = np.sum(G * G, axis=1)
+    ok = np.isfinite(n2)
+    norm = np.sqrt(np.where(ok, n2, 0.0))
+    c = np.minimum(1.0, clip / np.maximum(norm, 1e-300))
+    return (c[ok, None] * G[ok]).sum(0), int(np.sum(ok & (norm > clip * (1 + 1e-12)))), int(np.sum(~ok))
+
+
+def pytree_loss(params, loss):
+    "(f(x, a, y) on the flat float64 vector, x0) from a pytree loss, as dpnotebooks.losses.from_jax flattens it."
+    flat, unravel = ravel_pytree(jax.tree_util.tree_map(lambda v: jnp.asarray(v, jnp.float64), params))
+    return (lambda x, a, y: loss(unravel(x), a, y)), flat
+
+
+def init(shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return {k: rng.standard_normal(s) * 0.5 for k, s in shapes.items()}
+
+
+def logistic(z, t): return jnp.logaddexp(0., -t * z)
+
+
+def mlp_relu():
+    def loss(q, a, t): return logistic(jax.nn.relu(a @ q["W1"] + q["b1"]) @ q["w2"] + q["b2"], t)
+    return pytree_loss(init({"W1": (D, K), "b1": (K,), "w2": (K,), "b2": ()}), loss)
+
+
+def mlp_tanh2():
+    def loss(q, a, t):
+        h = jnp.tanh(a @ q["W1"] + q["b1"]); h = jnp.tanh(h @ q["W2"] + q["b2"])
+        return logistic(h @ q["w3"] + q["b3"], t)
+    return pytree_loss(init({"W1": (D, K), "b1": (K,), "W2": (K, 4), "b2": (4,), "w3": (4,), "b3": ()}), loss)
+
+
+def logreg():
+    return (lambda x, a, y: logistic(a @ x[:D] + x[D], y)), jnp.asarray(np.random.default_rng(1).standard_normal(D + 1))
+
+
+def logreg_nobias():
+    return (lambda x, a, y: logistic(jnp.dot(x, a), y)), jnp.asarray(np.random.default_rng(2).standard_normal(D))
+
+
+def variants():
+    "Transposed weight (W a), a subtracted bias, a per-unit scale (h ⊙ s), a scalar bias broadcast over units, gelu."
+    def loss(q, a, t):
+        h = jax.nn.gelu(q["V"] @ a - q["c"]) * q["s"] + q["beta"]
+        return logistic(jnp.sum(h * q["u"]) + 0.1, t)
+    return pytree_loss(init({"V": (K, D), "c": (K,), "s": (K,), "beta": (), "u": (K,)}), loss)
+
+
+def softmax_int_labels():
+    "Three classes, integer labels: the target indexes the logits (a gather on the example side)."
+    def loss(q, a, t): z = a @ q["W"] + q["b"]; return jax.nn.logsumexp(z) - z[t]
+    return pytree_loss(init({"W": (D, 3), "b": (3,)}), loss)
+
+
+def nested_jit_layers():
+    "Layers written as jitted functions (inlined by the analysis), a constant-scaled input, a mean-squared loss."
+    dense = jax.jit(lambda W, b, h: h @ W + b)
+    def loss(q, a, t): return (dense(q["w2"], q["b2"], jax.nn.softplus(dense(q["W1"], q["b1"], a / 3.0))) - t) ** 2
+    return pytree_loss(init({"W1": (D, K), "b1": (K,), "w2": (K,), "b2": ()}), loss)
+
+
+def conv1d():
+    "A 1-D convolution over the features: the kernel enters conv_general_dilated, so the ghost path falls back."
+    def loss(q, a, t):
+        z = jax.lax.conv_general_dilated(a[None, None, :], q["k"][None, None, :], (1,), "VALID")
+        return logistic(jnp.sum(z) + q["b"], t)
+    return pytree_loss(init({"k": (3,), "b": ()}), loss)
+
+
+def padded_weights():
+    "A weight vector padded with a constant (concatenate of a parameter and a constant): falls back, still exact."
+    def loss(q, a, t): return logistic(a @ jnp.concatenate([q["w"], jnp.ones(2)]), t)
+    return pytree_loss(init({"w": (D - 2,)}), loss)
+
+
+def param_in_nonlinearity():
+    "A temperature exp(s) multiplies the logit: s enters `exp`, so the ghost path must fall back."
+    def loss(q, a, t): return logistic(jnp.exp(q["s"]) * (a @ q["w"]), t)
+    return pytree_loss(init({"w": (D,), "s": ()}), loss)
+
+
+def tied_weights():
+    "The same matrix used twice (W then Wᵀ): an entry of x used twice."
+    def loss(q, a, t): return jnp.sum((jnp.tanh(a @ q["W"]) @ q["W"].T - a) ** 2) + 0 * t
+    return pytree_loss(init({"W": (D, 3)}), loss)
+
+
+def sequence():
+    "A per-example 2-D activation (a sequence of 7 one-dim steps through a 1×K dense layer): falls back."
+    def loss(q, a, t): return logistic(jnp.mean(jnp.tanh(a.reshape(D, 1) @ q["W"]) @ q["v"]), t)
+    return pytree_loss(init({"W": (1, K), "v": (K,)}), loss)
+
+
+FAST = {"mlp_relu": mlp_relu, "mlp_tanh2": mlp_tanh2, "logreg": logreg, "logreg_nobias": logreg_nobias,
+        "variants": variants, "softmax_int_labels": softmax_int_labels, "nested_jit_layers": nested_jit_layers}
+SLOW = {"param_in_nonlinearity": param_in_nonlinearity, "tied_weights": tied_weights, "sequence": sequence,
+        "conv1d": conv1d, "padded_weights": padded_weights}
+MODELS = {**FAST, **SLOW}          # FAST: the ghost path applies; SLOW: it falls back to vmap(grad)
+
+
+def batch(B=33, seed=3, int_labels=False, dtype=jnp.float64):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((B, D)) * 1.5
+    y = rng.integers(0, 3, B) if int_labels else rng.choice([-1.0, 1.0], B)
+    return jnp.asarray(A, dtype), jnp.asarray(y) if int_labels else jnp.asarray(y, dtype)
+
+
+def check(f, x, A, y, clip, expect_fast, rtol=1e-12):
+    fn = jax_clipped_sum_fn(f)
+    S, nclip, nbad = fn(x, A, y, clip)
+    R, rclip, rbad = reference(f, x, A, y, clip)
+    plan = fn.plan_for(x, A, y)
+    assert plan.fast == expect_fast, plan.describe()
+    assert np.all(np.isfinite(S))
+    assert np.max(np.abs(S - R)) <= rtol * np.max(np.abs(R)), (np.max(np.abs(S - R)), np.max(np.abs(R)))
+    assert (nclip, nbad) == (rclip, rbad)
+    return plan, nclip, nbad
+
+
+def test_the_package_imports_without_jax_ghost():
+    "`import dpnotebooks` must not import jax (an optional extra): from_jax imports this module inside the function."
+    code = "import sys, dpnotebooks; print('jax' in sys.modules, 'dpnotebooks.jax_ghost' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "False"], out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("name", ["variants", "softmax_int_labels"])
+def test_agrees_fast(name):
+    "Subtracted and broadcast biases, scales, a transposed weight; integer labels indexing the logits."
+    f, x = MODELS[name]()
+    A, y = batch(int_labels=name == "softmax_int_labels")
+    check(f, x, A, y, 0.7, True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(FAST) + list(SLOW))
+@pytest.mark.parametrize("clip", [1e-3, 0.7, 1e6])                    # all clipped, some, none
+def test_agrees_with_vmap_grad(name, clip):
+    f, x = MODELS[name]()
+    A, y = batch(int_labels=name == "softmax_int_labels")
+    plan, nclip, _ = check(f, x, A, y, clip, name in FAST)
+    if clip == 1e6: assert nclip == 0
+    if clip == 1e-3: assert nclip == A.shape[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mlp_relu", "mlp_tanh2", "logreg", "param_in_nonlinearity"])
+def test_nonfinite_rows_are_counted_and_contribute_zero(name):
+    f, x = MODELS[name]()
+    A, y = batch()
+    A = A.at[2, 1].set(jnp.nan).at[5, 0].set(jnp.inf).at[9].set(-jnp.inf)
+    _, nclip, nbad = check(f, x, A, y, 0.7, name in FAST)
+    assert nbad == 3
+    keep = np.setdiff1d(np.arange(A.shape[0]), [2, 5, 9])             # S equals the clipped sum over the clean rows
+    S = jax_clipped_sum_fn(f)(x, A, y, 0.7)[0]
+    R = reference(f, x, A[keep], y[keep], 0.7)[0]
+    assert np.max(np.abs(S - R)) <= 1e-12 * np.max(np.abs(R))
+
+
+def test_fallback_reasons():
+    for name, word in [("param_in_nonlinearity", "exp"), ("tied_weights", "twice"), ("sequence", "free dims"),
+                       ("conv1d", "conv_general_dilated")]:
+        f, x = SLOW[name]()
+        plan = jax_clipped_sum_fn(f, x, D).plan
+        assert not plan.fast and word in plan.reason, (name, plan.reason)
+        assert plan.describe().startswith("fallback (vmap(grad)): ")
+
+
+def test_fast_path_structure():
+    "The MLP's four uses are found, and a dense layer and its bias share one tap (one backward for both)."
+    f, x = mlp_relu()
+    plan = jax_clipped_sum_fn(f, x, D).plan
+    assert [u.kind for u in plan.uses] == ["dot", "add", "dot", "add"]
+    assert plan.uses[0].tap == plan.uses[1].tap and plan.uses[2].tap == plan.uses[3].tap
+    assert plan.describe() == f"ghost: 4 uses dot({D}, {K}), add({K},), dot({K},), add()"
+
+
+
+def test_a_logit_computed_twice_stays_on_the_ghost_path():
+    "`logaddexp(0, logit(q, a)) - y * logit(q, a)` traces the network twice; repeated equations are merged (04e, 72, 63 write it so)."
+    def logit(q, a): return jax.nn.relu(a @ q["W1"] + q["b1"]) @ q["w2"] + q["b2"]
+    f, x = pytree_loss(init({"W1": (D, K), "b1": (K,), "w2": (K,), "b2": ()}), lambda q, a, t: jnp.logaddexp(0., logit(q, a)) - t * logit(q, a))
+    A, y = batch(B=8)
+    plan, _, _ = check(f, x, A, (y > 0).astype(A.dtype), 0.7, True)
+    assert plan.describe() == f"ghost: 4 uses dot({D}, {K}), add({K},), dot({K},), add()"
+    g = lambda x, a, t: jnp.exp(a @ x) + jnp.exp(a @ x) * t                   # one weight vector, one use after the merge
+    assert jax_clipped_sum_fn(g).plan_for(x[:D], A, y).describe() == f"ghost: 1 uses dot({D},)"
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mlp_relu", "mlp_tanh2", "logreg"])
+def test_float32(name):
+    f, x = FAST[name]()
+    A, y = batch(dtype=jnp.float32)
+    x32 = jnp.asarray(x, jnp.float32)
+    fn = jax_clipped_sum_fn(f)
+    S, nclip, nbad = fn(x32, A, y, 0.7)
+    assert S.dtype == np.float32 and fn.plan_for(x32, A, y).fast
+    R, rclip, _ = reference(f, x, jnp.asarray(A, jnp.float64), jnp.asarray(y, jnp.float64), 0.7)
+    assert np.max(np.abs(S - R)) <= 1e-5 * np.max(np.abs(R)) and nbad == 0 and abs(nclip - rclip) <= 1
+
+
+@pytest.mark.slow
+def test_guard_where_agrees_with_cond():
+    f, x = mlp_tanh2()
+    A, y = batch()
+    A = A.at[4, 3].set(jnp.nan)
+    a = jax_clipped_sum_fn(f, guard="cond")(x, A, y, 0.7)
+    b = jax_clipped_sum_fn(f, guard="where")(x, A, y, 0.7)
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-13, atol=0)
+    assert a[1:] == b[1:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mlp_relu", "param_in_nonlinearity"])
+def test_bucketed_batch_sizes(name):
+    "Batches of 5..33 rows are padded to 8/16/32/64 and masked: same result as unpadded, one compile per bucket."
+    f, x = MODELS[name]()
+    A, y = batch(B=33)
+    A = A.at[1, 0].set(jnp.nan)
+    fn, fn0 = jax_clipped_sum_fn(f), jax_clipped_sum_fn(f, bucket=False)
+    for b in (5, 9, 16, 33):
+        S, nclip, nbad = fn(np.asarray(x), np.asarray(A[:b]), np.asarray(y[:b]), 0.7)
+        R, rclip, rbad = reference(f, x, A[:b], y[:b], 0.7)
+        assert np.max(np.abs(S - R)) <= 1e-12 * np.max(np.abs(R)) and (nclip, nbad) == (rclip, rbad) and nbad == 1
+        S0 = fn0(x, A[:b], y[:b], 0.7)[0]
+        assert np.max(np.abs(S - S0)) <= 1e-12 * np.max(np.abs(R))
+    assert fn.packed._cache_size() == 4                               # 8, 16, 32, 64
