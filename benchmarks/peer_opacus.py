@@ -169,6 +169,10 @@ def grad_rows(task, B:int, repeat:int, adapters:bool=True) -> list:
                 rows.append(dict(model=name, dtype=dtype, B=B, d=p.dim, **{k: v["median"] for k, v in t.items()}))
     return rows + (_adapter_rows(task, B, repeat) if adapters else [])
 
+def _paired(batched, fused, each, repeat:int) -> dict:
+    "batched and fused interleaved; the slow materialized `each` timed apart (a 1-10 ms call just before leaves the next one cold)."
+    return {**interleaved(dict(batched=batched, fused=fused), repeat), **interleaved(dict(each=each), max(5, repeat // 10))}
+
 def _adapter_rows(task, B:int, repeat:int) -> list:
     "from_torch / from_jax per-sample gradients (vmap(grad)) against one batched forward+backward in the same framework."
     out, A, y = [], to_numpy(task.train.A[:B]), to_numpy(task.train.y[:B])
@@ -183,8 +187,7 @@ def _adapter_rows(task, B:int, repeat:int) -> list:
         At, yt = torch.as_tensor(A), torch.as_tensor(y)
         def batched():
             net.zero_grad(); lossf(net(At).squeeze(-1), yt).mean().backward()
-        t = interleaved(dict(each=lambda: p.grad_each(np.broadcast_to(x, (B, 1, p.dim)), bt), batched=batched,
-                             fused=lambda: p.clipped_sum(x, bt, CLIP)), repeat)
+        t = _paired(batched, lambda: p.clipped_sum(x, bt, CLIP), lambda: p.grad_each(np.broadcast_to(x, (B, 1, p.dim)), bt), repeat)
         out.append(dict(model="MLP via from_torch", dtype="float64", B=B, d=p.dim, **{k: v["median"] for k, v in t.items()}))
     if _have("jax"):
         import jax, jax.numpy as jnp
@@ -192,9 +195,9 @@ def _adapter_rows(task, B:int, repeat:int) -> list:
         p = mlp_problem(task.train)
         x = p.x0 + 0.01; bt = Dataset(A, (y > 0).astype(float))
         g = jax.jit(jax.grad(lambda q, A_, t_: jnp.mean(jax.vmap(lambda a, t: _jax_bce(p, q, a, t))(A_, t_))))
-        batched = lambda: np.asarray(g(jnp.asarray(x), jnp.asarray(A), jnp.asarray(bt.y)))
-        t = interleaved(dict(each=lambda: p.grad_each(np.broadcast_to(x, (B, 1, p.dim)), bt), batched=batched,
-                             fused=lambda: p.clipped_sum(x, bt, CLIP)), repeat)
+        xj, Aj, tj = jnp.asarray(x), jnp.asarray(A), jnp.asarray(bt.y)             # device arrays in, no host copies: the
+        batched = lambda: g(xj, Aj, tj).block_until_ready()                         # cheapest reference (ours takes numpy)
+        t = _paired(batched, lambda: p.clipped_sum(x, bt, CLIP), lambda: p.grad_each(np.broadcast_to(x, (B, 1, p.dim)), bt), repeat)
         out.append(dict(model="MLP via from_jax", dtype="float64", B=B, d=p.dim, **{k: v["median"] for k, v in t.items()}))
     return out
 
@@ -268,14 +271,16 @@ def e2e_table(tasks, repeat:int, epsilon=1.0, delta=1e-5, epochs=3, B=64) -> lis
         print(lines[-1], flush=True)
     return lines + [""]
 
+GRAD_REPEAT = 200   # sub-millisecond calls: more repeats than the epoch tables for a steady median
+
 def grad_table(tasks, B:int, repeat:int) -> list:
-    lines = [f"## Per-sample gradients against one batched forward+backward (B = {B} rows, one point)", "",
+    lines = [f"## Per-sample gradients against one batched forward+backward (B = {B} rows, one point, {max(GRAD_REPEAT, repeat)} interleaved repeats)", "",
              "Unavoidable work: one batched gradient of the same shapes (`full_grad` for the built-in models, autograd of the mean loss "
              "for the adapters). `each` = materialized per-sample gradients (`grad_each`); `fused` = the clipped per-sample sum "
-             "(`MLP.clipped_sum`; `FrameworkLoss.clipped_sum` for the adapters: ghost clipping for torch dense layers), what DP-SGD runs. Target: ratio ≤ 1.5.", "",
+             "(`MLP.clipped_sum`; `FrameworkLoss.clipped_sum` for the adapters: ghost clipping of dense layers), what DP-SGD runs, from numpy arrays; the from_jax reference takes device arrays (no host copies), a conservative ratio. Target: ratio ≤ 1.5.", "",
              "| task | model | dtype | dim | batched ms | grad_each ms | ratio | fused clipped sum ms | ratio |", "|---|---|---|---|---|---|---|---|---|"]
     for task in tasks:
-        for r in grad_rows(task, min(B, len(task.train)), repeat):
+        for r in grad_rows(task, min(B, len(task.train)), max(GRAD_REPEAT, repeat)):
             fu = r.get("fused")
             lines.append(f"| {task.name} | {r['model']} | {r['dtype']} | {r['d']} | {r['batched'] * 1e3:.3g} | {r['each'] * 1e3:.3g} | "
                          f"{r['each'] / r['batched']:.2f} | {fu * 1e3:.3g} | {fu / r['batched']:.2f} |" if fu else

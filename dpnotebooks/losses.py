@@ -194,14 +194,16 @@ class _TorchGhost:
     def __init__(self, torch, module, loss):
         self.torch, self.module, self.loss, self.taps = torch, copy.deepcopy(module), _batched_loss(torch, loss), None
         self.lins = [m for m in self.module.modules() if isinstance(m, torch.nn.Linear)]
-        self.order = [id(q) for q in self.module.parameters()]
+        self.order, qs = [id(q) for q in self.module.parameters()], list(self.module.parameters())
+        self.flat = torch.cat([q.detach().reshape(-1) for q in qs])       # the parameters become views of one vector: one copy a call
+        for q, v in zip(qs, torch.split(self.flat, [q.numel() for q in qs])): q.data = v.view_as(q)
         for m in self.lins: m.register_forward_hook(self._tap)
     def _tap(self, m, i, o):
         if self.taps is not None: self.taps.append((m, i[0], o))
     def grads(self, x, A, y) -> list:
         "[(weight id, bias id or None, inputs a (b, in), ∂Σℓ/∂outputs g (b, out))] at the flat parameters x, as numpy."
         torch = self.torch; T = lambda v: torch.as_tensor(np.asarray(v), dtype=torch.float64)
-        torch.nn.utils.vector_to_parameters(T(x), self.module.parameters())
+        with torch.no_grad(): self.flat.copy_(T(x))
         self.taps = []
         try:
             o = self.module(T(A)); o = o.squeeze(-1) if o.shape[-1:] == (1,) else o
@@ -215,16 +217,17 @@ def _ghost_call(self, x, A, y, clip:float) -> tuple:
     taps = self.grads(x, A, y)
     with np.errstate(all="ignore"):
         n2 = sum((np.einsum("ij,ij->i", a, a) + (ib is not None)) * np.einsum("ij,ij->i", g, g) for _, ib, a, g in taps)
-        bad = ~np.isfinite(n2); n2 = np.where(bad, 0.0, n2)
-        c = np.where(bad, 0.0, np.minimum(1.0, clip / np.maximum(np.sqrt(n2), np.finfo(float).tiny)))
+        bad = ~np.isfinite(n2); nbad = int(np.count_nonzero(bad))
+        if nbad: n2 = np.where(bad, 0.0, n2)
+        c = np.minimum(1.0, clip / np.maximum(np.sqrt(n2), np.finfo(float).tiny))
     part = {}
     for iw, ib, a, g in taps:
         cg = g * c[:, None]
-        if bad.any(): cg, a = np.where(bad[:, None], 0.0, cg), np.where(bad[:, None], 0.0, a)
+        if nbad: cg, a = np.where(bad[:, None], 0.0, cg), np.where(bad[:, None], 0.0, a)
         part[iw] = cg.T @ a
         if ib is not None: part[ib] = cg.sum(0)
     S = np.concatenate([part[i].reshape(-1) for i in self.order])
-    return S, int(np.count_nonzero(np.sqrt(n2) > clip * (1 + 1e-12))), int(np.count_nonzero(bad))
+    return S, int(np.count_nonzero(n2 > (clip * (1 + 1e-12)) ** 2)), nbad
 
 _TorchGhost.__call__ = _ghost_call
 
