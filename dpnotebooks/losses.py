@@ -99,6 +99,23 @@ def _jax_fns(jax, jnp, f, predict) -> dict:
         fns["predict"] = lambda x, A: np.asarray(p(jnp.asarray(x), jnp.asarray(A)))
     return fns
 
+# %% ../nbs/core/04e_losses.ipynb #73e3b5c7
+def _check_dtype(dtype:str) -> str:
+    if dtype not in ("float64", "float32"): raise ValueError(f"`dtype` must be 'float64' or 'float32'. Found {dtype!r}.")
+    return dtype
+
+def _jax_clipped_sum(jax, jnp, ravel_pytree, loss, params, f, dtype:str):
+    "The ghost-clipping clipped sum of f (float64), or of the same loss on float32 parameters and data, its sum returned in float64."
+    from dpnotebooks.jax_ghost import jax_clipped_sum_fn          # imports jax: here, never when the package is imported
+    if dtype == "float64": return jax_clipped_sum_fn(f)
+    _, unravel32 = ravel_pytree(jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=jnp.float32), params))
+    g = jax_clipped_sum_fn(lambda x, a, y: loss(unravel32(x), a, y))
+    c32 = lambda v: np.asarray(v, dtype=np.float32)
+    def clipped_sum(x, A, y, clip):
+        S, k, bad = g(c32(x), c32(A), c32(y), np.float32(clip))
+        return np.asarray(S, dtype=np.float64), k, bad
+    return clipped_sum
+
 # %% ../nbs/core/04e_losses.ipynb #fd82342a
 def from_jax(loss, # loss(params, a, y) -> scalar: the loss of one example (features a (p,), target y) at the pytree `params`
              params, # the initial parameters, any pytree of arrays; x0 is their flattening
@@ -106,15 +123,15 @@ def from_jax(loss, # loss(params, a, y) -> scalar: the loss of one example (feat
              L:float, # per-example gradient bound: used only as the clip norm (the mechanisms' clipping enforces it)
              predict=None, # predict(params, a) -> scalar score, for `predict`/`score` (classifiers: class 1 where > 0)
              smoothness:float|None=None, # a PUBLIC smoothness bound, for the smooth-loss algorithms (abggmu-*)
+             dtype:str="float64", # precision of DP-SGD's clipped sum ('float32' on request); the rest runs in float64
             ) -> FrameworkLoss:
     "A JAX per-example loss as a `Problem`: per-sample values and gradients by jax.vmap(jax.grad(...)) on the flat parameters; the clipped sum by ghost clipping."
     jax, jnp, ravel_pytree = _jax()
     flat, unravel = ravel_pytree(jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=jnp.float64), params))
     f = lambda x, a, y: loss(unravel(x), a, y)
     pr = None if predict is None else (lambda x, a: predict(unravel(x), a))
-    from dpnotebooks.jax_ghost import jax_clipped_sum_fn        # imports jax: here, never when the package is imported
     fns = _jax_fns(jax, jnp, f, pr)
-    fns["clipped_sum"] = jax_clipped_sum_fn(f)                  # DP-SGD's clipped sum by ghost clipping (04i_jax_ghost)
+    fns["clipped_sum"] = _jax_clipped_sum(jax, jnp, ravel_pytree, loss, params, f, _check_dtype(dtype))   # ghost clipping (04i_jax_ghost)
     return _check_scalar(FrameworkLoss(data, L, np.asarray(flat), fns, unravel, "jax", smoothness))
 
 # %% ../nbs/core/04e_losses.ipynb #7bfaa08a
@@ -191,8 +208,9 @@ def _batched_loss(torch, loss):
 # %% ../nbs/core/04e_losses.ipynb #87966691
 class _TorchGhost:
     "Σ_i clip_C ∇ℓ_i of a dense-layer module from one batched forward and one backward (host: numpy in, numpy out)."
-    def __init__(self, torch, module, loss):
-        self.torch, self.module, self.loss, self.taps = torch, copy.deepcopy(module), _batched_loss(torch, loss), None
+    def __init__(self, torch, module, loss, dtype:str="float64"):
+        self.dtype = getattr(torch, dtype)                                 # the precision of the clipped sum (float32 on request)
+        self.torch, self.module, self.loss, self.taps = torch, copy.deepcopy(module).to(self.dtype), _batched_loss(torch, loss), None
         self.lins = [m for m in self.module.modules() if isinstance(m, torch.nn.Linear)]
         self.order, qs = [id(q) for q in self.module.parameters()], list(self.module.parameters())
         self.flat = torch.cat([q.detach().reshape(-1) for q in qs])       # the parameters become views of one vector: one copy a call
@@ -202,7 +220,7 @@ class _TorchGhost:
         if self.taps is not None: self.taps.append((m, i[0], o))
     def grads(self, x, A, y) -> list:
         "[(weight id, bias id or None, inputs a (b, in), ∂Σℓ/∂outputs g (b, out))] at the flat parameters x, as numpy."
-        torch = self.torch; T = lambda v: torch.as_tensor(np.asarray(v), dtype=torch.float64)
+        torch = self.torch; T = lambda v: torch.as_tensor(np.asarray(v), dtype=self.dtype)
         with torch.no_grad(): self.flat.copy_(T(x))
         self.taps = []
         try:
@@ -213,18 +231,18 @@ class _TorchGhost:
 
 # %% ../nbs/core/04e_losses.ipynb #2c03eeb2
 def _ghost_call(self, x, A, y, clip:float) -> tuple:
-    "(clipped sum (dim,) numpy, rows clipped, rows zeroed as non-finite); the few small products in numpy (less overhead)."
+    "(clipped sum (dim,) numpy, rows clipped, rows zeroed as non-finite): norms in numpy (less overhead), products in torch."
     taps = self.grads(x, A, y)
     with np.errstate(all="ignore"):
         n2 = sum((np.einsum("ij,ij->i", a, a) + (ib is not None)) * np.einsum("ij,ij->i", g, g) for _, ib, a, g in taps)
         bad = ~np.isfinite(n2); nbad = int(np.count_nonzero(bad))
         if nbad: n2 = np.where(bad, 0.0, n2)
-        c = np.minimum(1.0, clip / np.maximum(np.sqrt(n2), np.finfo(float).tiny))
+        c = np.minimum(1.0, clip / np.maximum(np.sqrt(n2), np.finfo(n2.dtype).tiny))
     part = {}
     for iw, ib, a, g in taps:
         cg = g * c[:, None]
         if nbad: cg, a = np.where(bad[:, None], 0.0, cg), np.where(bad[:, None], 0.0, a)
-        part[iw] = cg.T @ a
+        part[iw] = (self.torch.from_numpy(cg).T @ self.torch.from_numpy(a)).numpy()   # torch's threads: see above
         if ib is not None: part[ib] = cg.sum(0)
     S = np.concatenate([part[i].reshape(-1) for i in self.order])
     return S, int(np.count_nonzero(n2 > (clip * (1 + 1e-12)) ** 2)), nbad
@@ -239,7 +257,7 @@ def _framework_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, 
         c = clip_rows(self.grad_each(asarray(x)[None, None, :] + get_xp().zeros((len(batch), 1, 1)), batch), clip)
         return get_xp().sum(c.values, axis=(0, 1)), Clipped(None, c.clipped, c.total, c.nonfinite)
     S, k, bad = self._fns["clipped_sum"](to_numpy(x), to_numpy(batch.A), to_numpy(batch.y), float(clip))
-    return asarray(S), Clipped(None, k, len(batch), bad)
+    return asarray(np.asarray(S, dtype=np.float64)), Clipped(None, k, len(batch), bad)       # float64 for the noise, whatever the sum's precision
 
 FrameworkLoss.clipped_sum, FrameworkLoss.clipped_sum_perturbs = _framework_clipped_sum, False
 
@@ -251,6 +269,7 @@ def from_torch(model, # a torch.nn.Module (its output on one example goes to `lo
                params:dict|None=None, # with a function: its initial parameters {name: tensor}
                predict=None, # predict(params, a) -> scalar score (default for a Module: its output)
                smoothness:float|None=None, # a PUBLIC smoothness bound, for the smooth-loss algorithms (abggmu-*)
+               dtype:str="float64", # precision of DP-SGD's clipped sum ('float32' on request); the rest runs in float64
               ) -> FrameworkLoss:
     "A PyTorch per-example loss as a `Problem`: per-sample values and gradients by torch.func.vmap(grad(...)) on the flat parameters."
     torch, functional_call, vmap, grad = _torch()
@@ -261,7 +280,7 @@ def from_torch(model, # a torch.nn.Module (its output on one example goes to `lo
     f = lambda x, a, y: model(unflatten(x), a, y)
     pr = None if predict is None else (lambda x, a: predict(unflatten(x), a))
     fns = _torch_fns(torch, vmap, grad, f, pr)
-    if module is not None and _ghost_layers(torch, module, _as_dataset(data).p): fns["clipped_sum"] = _TorchGhost(torch, module, loss)
+    if module is not None and _ghost_layers(torch, module, _as_dataset(data).p): fns["clipped_sum"] = _TorchGhost(torch, module, loss, _check_dtype(dtype))
     return _check_scalar(FrameworkLoss(data, L, flat.numpy(), fns, unflatten, "torch", smoothness, module))
 
 # %% ../nbs/core/04e_losses.ipynb #3b750e68
