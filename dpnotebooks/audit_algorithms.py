@@ -24,7 +24,8 @@ from .dpsgd import DPSGD_STREAM, dp_sgd, dpsgd_releases
 __all__ = ['AUDIT_SPECS', 'audit_klt_single_pass', 'audit_klt_multi_pass', 'audit_klt_first_order', 'audit_ztc',
            'audit_ztc_naive', 'audit_dp_sgd', 'ALGORITHM_AUDITS', 'SignedAbs', 'audit_data', 'Canary', 'canary_pair',
            'TrialsRNG', 'widen', 'leaf_sensitivities', 'best_leaf', 'tree_units', 'step_units', 'release_units',
-           'crossing_path', 'zigzag_path', 'AuditSpec', 'AlgorithmAudit', 'run_oracle_audit', 'run_dpsgd_audit']
+           'crossing_path', 'zigzag_path', 'AuditSpec', 'AlgorithmAudit', 'run_oracle_audit', 'run_dpsgd_audit',
+           'registered_audit']
 
 # %% ../nbs/audits/41_audit_algorithms.ipynb #a3e5ad0a
 class SignedAbs(LinearModel):
@@ -311,21 +312,22 @@ def run_dpsgd_audit(epsilon:float, delta:float, # the target the recipe calibrat
     return AlgorithmAudit(res, _exact_epsilon(mu, delta), mu, plan, canary, T, tuple(scores))
 
 # %% ../nbs/audits/41_audit_algorithms.ipynb #6e121030
-def _registered(name:str, run:Callable, summary:str) -> Callable:
+def registered_audit(name:str, run:Callable, summary:str, **fixed) -> Callable:
+    "The `AUDITS` entry `audit_<name>`: `run(epsilon, delta, trials, rng, confidence, **fixed).result`."
     def audit(epsilon:float, delta:float, trials:int=200_000, rng=None, confidence:float=0.95, **kw) -> AuditResult:
-        return run(epsilon, delta, trials, rng, confidence, **kw).result
+        return run(epsilon, delta, trials, rng, confidence, **{**fixed, **kw}).result
     audit.__name__ = audit.__qualname__ = "audit_" + name.replace("-", "_")
     audit.__doc__ = summary
     return audit
 
 def _oracle_run(name): return lambda *a, **kw: run_oracle_audit(name, *a, **kw)
 
-audit_klt_single_pass = _registered("klt-single-pass", _oracle_run("klt-single-pass"), "Audit KLT Alg. 3 (single-pass zeroth-order oracle, tree per period) as its recipe calibrates it.")
-audit_klt_multi_pass = _registered("klt-multi-pass", _oracle_run("klt-multi-pass"), "Audit KLT Alg. 4 (multi-pass zeroth-order oracle, T composed Gaussians) as its recipe calibrates it.")
-audit_klt_first_order = _registered("klt-first-order", _oracle_run("klt-first-order"), "Audit KLT Alg. 5 (first-order oracle, tree per period) as its recipe calibrates it.")
-audit_ztc = _registered("ztc", _oracle_run("ztc"), "Audit ZTC Alg. 4-5 (GRAD/DIFF oracle, tree per period) as its recipe calibrates it.")
-audit_ztc_naive = _registered("ztc-naive", _oracle_run("ztc-naive"), "Audit ZTC Alg. 6 (naive oracle, a Gaussian per step) as its recipe calibrates it.")
-audit_dp_sgd = _registered("dp-sgd", run_dpsgd_audit, "Audit DP-SGD end to end (full batch) as its recipe calibrates it.")
+audit_klt_single_pass = registered_audit("klt-single-pass", _oracle_run("klt-single-pass"), "Audit KLT Alg. 3 (single-pass zeroth-order oracle, tree per period) as its recipe calibrates it.")
+audit_klt_multi_pass = registered_audit("klt-multi-pass", _oracle_run("klt-multi-pass"), "Audit KLT Alg. 4 (multi-pass zeroth-order oracle, T composed Gaussians) as its recipe calibrates it.")
+audit_klt_first_order = registered_audit("klt-first-order", _oracle_run("klt-first-order"), "Audit KLT Alg. 5 (first-order oracle, tree per period) as its recipe calibrates it.")
+audit_ztc = registered_audit("ztc", _oracle_run("ztc"), "Audit ZTC Alg. 4-5 (GRAD/DIFF oracle, tree per period) as its recipe calibrates it.")
+audit_ztc_naive = registered_audit("ztc-naive", _oracle_run("ztc-naive"), "Audit ZTC Alg. 6 (naive oracle, a Gaussian per step) as its recipe calibrates it.")
+audit_dp_sgd = registered_audit("dp-sgd", run_dpsgd_audit, "Audit DP-SGD end to end (full batch) as its recipe calibrates it.")
 
 ALGORITHM_AUDITS = {"klt-single-pass": audit_klt_single_pass, "klt-multi-pass": audit_klt_multi_pass,
                     "klt-first-order": audit_klt_first_order, "ztc": audit_ztc, "ztc-naive": audit_ztc_naive, "dp-sgd": audit_dp_sgd}

@@ -13,6 +13,7 @@ from .backend import to_numpy, make_rng
 from .problems import Saddle
 from .privacy import gaussian_event, epsilon_of
 from .audit import AUDITS, epsilon_lower_bound
+from .audit_algorithms import registered_audit
 from .audit_smooth import SmoothAudit
 from .audit_sosp import sosp_canary_pair, summed_lr_scores
 from .clipping import ClipCounter
@@ -69,14 +70,7 @@ def run_ganesh_audit(epsilon:float, delta:float, # the target `ganesh_parameters
     return SmoothAudit(res, epsilon_of(gaussian_event(1.0, mu), delta), np.array([mu]), sens / sigma, scores)
 
 # %% ../nbs/audits/43b_audit_ganesh_sosp.ipynb #gb000014
-def _registered(name:str, release:str, summary:str) -> Callable:
-    def audit(epsilon:float, delta:float, trials:int=200_000, rng=None, confidence:float=0.95, **kw):
-        return run_ganesh_audit(epsilon, delta, trials, rng, confidence, release=release, **kw).result
-    audit.__name__ = audit.__qualname__ = "audit_" + name.replace("-", "_")
-    audit.__doc__ = summary
-    return audit
-
-audit_ganesh_sosp = _registered("ganesh-sosp", "o2", "Audit ganesh-sosp's O2 releases: a difference-batch canary after the longest step the drift rule allows.")
-audit_ganesh_sosp_o1 = _registered("ganesh-sosp-o1", "o1", "Audit ganesh-sosp's O1 releases: a refresh-batch canary clipped to G.")
+audit_ganesh_sosp = registered_audit("ganesh-sosp", run_ganesh_audit, "Audit ganesh-sosp's O2 releases: a difference-batch canary after a step past the drift rule (the oracle's cap must hold).", release="o2")
+audit_ganesh_sosp_o1 = registered_audit("ganesh-sosp-o1", run_ganesh_audit, "Audit ganesh-sosp's O1 releases: a refresh-batch canary clipped to G.", release="o1")
 GANESH_AUDITS = {"ganesh-sosp": audit_ganesh_sosp, "ganesh-sosp-o1": audit_ganesh_sosp_o1}
 AUDITS.update(GANESH_AUDITS)

@@ -14,7 +14,7 @@ from .problems import Dataset, LinearModel
 from .privacy import calibrate_gaussian, gaussian_event, epsilon_of
 from .streams import DataStream
 from .audit import AUDITS, AuditResult, epsilon_lower_bound
-from .audit_algorithms import SignedAbs, audit_data, canary_pair
+from .audit_algorithms import SignedAbs, audit_data, canary_pair, registered_audit
 from .spiderboost import (SpiderState, spider_estimate, spiderboost_releases, calibrate_spiderboost, spider_noise_ratio, poisson_indices,
                                      clipped_mean_gradient, clipped_mean_difference, tree_spider_releases, tree_samples_per_round)
 from .convex_glm import (clipped_mean_grad, recursive_regularization_releases, jl_matrix, jl_project, JL_STREAM, CONVEX_STREAM)
@@ -251,17 +251,10 @@ def run_convex_audit(epsilon:float, delta:float, trials:int=200_000, rng=None, c
     return SmoothAudit(res, exact, mu, 2 * C / m / sigma, scores)
 
 # %% ../nbs/audits/42_audit_smooth.ipynb #f8276fc3
-def _registered(name:str, run:Callable, summary:str, **fixed) -> Callable:
-    def audit(epsilon:float, delta:float, trials:int=200_000, rng=None, confidence:float=0.95, **kw) -> AuditResult:
-        return run(epsilon, delta, trials, rng, confidence, **{**fixed, **kw}).result
-    audit.__name__ = audit.__qualname__ = "audit_" + name.replace("-", "_")
-    audit.__doc__ = summary
-    return audit
-
-audit_abggmu_spider = _registered("abggmu-spider", run_spider_audit, "Audit Private SpiderBoost (ABGGMU Alg. 1; Poisson, replace-one) as calibrate_spiderboost calibrates it.")
-audit_abggmu_tree_spider = _registered("abggmu-tree-spider", run_tree_spider_audit, "Audit tree-based private Spider (ABGGMU Alg. 2) at a right-child node, calibrate_gaussian per node.")
-audit_abggmu_convex = _registered("abggmu-convex", run_convex_audit, "Audit recursive regularization with NoisyGD (ABGGMU Alg. 3, 7), calibrate_gaussian per stage.")
-audit_abggmu_glm = _registered("abggmu-glm", run_convex_audit, "Audit the JL method (ABGGMU Alg. 4, k = 3 < d = 6) over recursive regularization with NoisyGD.", d=6, jl_k=3)
+audit_abggmu_spider = registered_audit("abggmu-spider", run_spider_audit, "Audit Private SpiderBoost (ABGGMU Alg. 1; Poisson, replace-one) as calibrate_spiderboost calibrates it.")
+audit_abggmu_tree_spider = registered_audit("abggmu-tree-spider", run_tree_spider_audit, "Audit tree-based private Spider (ABGGMU Alg. 2) at a right-child node, calibrate_gaussian per node.")
+audit_abggmu_convex = registered_audit("abggmu-convex", run_convex_audit, "Audit recursive regularization with NoisyGD (ABGGMU Alg. 3, 7), calibrate_gaussian per stage.")
+audit_abggmu_glm = registered_audit("abggmu-glm", run_convex_audit, "Audit the JL method (ABGGMU Alg. 4, k = 3 < d = 6) over recursive regularization with NoisyGD.", d=6, jl_k=3)
 
 SMOOTH_AUDITS = {"abggmu-spider": audit_abggmu_spider, "abggmu-tree-spider": audit_abggmu_tree_spider,
                  "abggmu-convex": audit_abggmu_convex, "abggmu-glm": audit_abggmu_glm}

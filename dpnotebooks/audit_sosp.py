@@ -14,6 +14,7 @@ from .problems import Dataset, Saddle
 from .privacy import gaussian_event, epsilon_of
 from .tree import nodes_containing
 from .audit import AUDITS, AuditResult, epsilon_lower_bound
+from .audit_algorithms import registered_audit
 from .audit_smooth import SmoothAudit, Trials
 from .spiderboost import clipped_mean_difference
 from .sosp import sosp_parameters, sosp_releases, batch_size, clipped_mean_hessian
@@ -86,14 +87,7 @@ def run_sosp_audit(epsilon:float, delta:float, # the target `sosp_parameters` ca
     return SmoothAudit(res, epsilon_of(gaussian_event(1.0, mu), delta), np.array([mu]), math.sqrt(k) * sens / sigma, scores)
 
 # %% ../nbs/audits/43_audit_sosp.ipynb #9dac339e
-def _registered(name:str, release:str, summary:str) -> Callable:
-    def audit(epsilon:float, delta:float, trials:int=200_000, rng=None, confidence:float=0.95, **kw) -> AuditResult:
-        return run_sosp_audit(epsilon, delta, trials, rng, confidence, release=release, **kw).result
-    audit.__name__ = audit.__qualname__ = "audit_" + name.replace("-", "_")
-    audit.__doc__ = summary
-    return audit
-
-audit_lt_sosp = _registered("lt-sosp", "escape", "Audit lt-sosp's escape releases (LT Alg. 2/3): a Hessian-batch canary, Γτ releases on the worst path.")
-audit_lt_sosp_tree = _registered("lt-sosp-tree", "tree", "Audit lt-sosp's tree (LT Alg. 1/3): a difference leaf with the adaptive batch b_t.")
+audit_lt_sosp = registered_audit("lt-sosp", run_sosp_audit, "Audit lt-sosp's escape releases (LT Alg. 2/3): a Hessian-batch canary, Γτ releases on the worst path.", release="escape")
+audit_lt_sosp_tree = registered_audit("lt-sosp-tree", run_sosp_audit, "Audit lt-sosp's tree (LT Alg. 1/3): a difference leaf with the adaptive batch b_t.", release="tree")
 SOSP_AUDITS = {"lt-sosp": audit_lt_sosp, "lt-sosp-tree": audit_lt_sosp_tree}
 AUDITS.update(SOSP_AUDITS)

@@ -13,6 +13,7 @@ from .backend import to_numpy
 from .problems import Saddle
 from .privacy import gaussian_event, epsilon_of
 from .audit import AUDITS, AuditResult, epsilon_lower_bound
+from .audit_algorithms import registered_audit
 from .audit_smooth import SmoothAudit
 from .audit_sosp import run_sosp_audit
 from .sosp_erm import erm_parameters, erm_releases
@@ -48,14 +49,7 @@ def run_sosp_erm_audit(epsilon:float, delta:float, # the target `erm_parameters`
     return SmoothAudit(res, epsilon_of(gaussian_event(1.0, mu), delta), np.array([mu]), math.sqrt(passes) * one.mu_charged, scores)
 
 # %% ../nbs/audits/43a_audit_sosp_erm.ipynb #4700f233
-def _registered(name:str, release:str, summary:str) -> Callable:
-    def audit(epsilon:float, delta:float, trials:int=200_000, rng=None, confidence:float=0.95, **kw) -> AuditResult:
-        return run_sosp_erm_audit(epsilon, delta, trials, rng, confidence, release=release, **kw).result
-    audit.__name__ = audit.__qualname__ = "audit_" + name.replace("-", "_")
-    audit.__doc__ = summary
-    return audit
-
-audit_lt_sosp_erm = _registered("lt-sosp-erm", "escape", "Audit lt-sosp-erm's escape releases: a Hessian-batch canary in each of K passes, KΓτ releases.")
-audit_lt_sosp_erm_tree = _registered("lt-sosp-erm-tree", "tree", "Audit lt-sosp-erm's trees: a difference-leaf canary in each of K passes.")
+audit_lt_sosp_erm = registered_audit("lt-sosp-erm", run_sosp_erm_audit, "Audit lt-sosp-erm's escape releases: a Hessian-batch canary in each of K passes, KΓτ releases.", release="escape")
+audit_lt_sosp_erm_tree = registered_audit("lt-sosp-erm-tree", run_sosp_erm_audit, "Audit lt-sosp-erm's trees: a difference-leaf canary in each of K passes.", release="tree")
 SOSP_ERM_AUDITS = {"lt-sosp-erm": audit_lt_sosp_erm, "lt-sosp-erm-tree": audit_lt_sosp_erm_tree}
 AUDITS.update(SOSP_ERM_AUDITS)

@@ -275,7 +275,7 @@ def _period_plan(name:str, epsilon:float, delta:float, m:int, r) -> tuple:
     q = spec.canary_step(probe)                                              # `best_leaf`: ztc 2, klt-single-pass 1
     steps = q + p.period * np.arange(m)
     rows = np.array([access.order[probe.samples_needed(s - 1) if s > 1 else 0] for s in steps]).astype(int)
-    Z = [np.array([spec.path(period_position(t, p.period)[1], q, plan)]) for t in range(1, m * p.period + 1)]
+    Z = [np.array([spec.path(tau, q, plan)]) for tau in range(1, p.period + 1)] * m         # the path of one period, m times
     return plan, honest, rows, steps, Z, probe.releases(m * p.period).spent(delta, plan.accountant)
 
 # %% ../nbs/audits/45_one_run_audit.ipynb #99086a21
