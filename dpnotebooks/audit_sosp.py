@@ -9,15 +9,17 @@ from __future__ import annotations
 import math
 from typing import Callable
 import numpy as np
-from .backend import to_numpy, make_rng
+from .backend import to_numpy, make_rng, vnorm
 from .problems import Dataset, Saddle
 from .privacy import gaussian_event, epsilon_of
 from .tree import nodes_containing
 from .audit import AUDITS, AuditResult, epsilon_lower_bound
 from .audit_algorithms import registered_audit
 from .audit_smooth import SmoothAudit, Trials
-from .spiderboost import clipped_mean_difference
-from .sosp import sosp_parameters, sosp_releases, batch_size, clipped_mean_hessian
+from contextlib import contextmanager
+from .streams import DataStream
+from . import sosp as lt_module
+from .sosp import sosp_parameters, sosp_releases, lt_oracle, lt_start, LTOracle
 
 # %% auto #0
 __all__ = ['audit_lt_sosp', 'audit_lt_sosp_tree', 'SOSP_AUDITS', 'run_sosp_audit']
@@ -36,26 +38,53 @@ def _sosp_calibration(d:int, epsilon:float, delta:float, alpha:float) -> tuple:
     p = sosp_parameters(d, epsilon, delta, prob0.L, prob0.smoothness, prob0.hessian_lipschitz, prob0.Phi, alpha)
     return p, sosp_releases(p).spent(delta)
 
+# %% ../nbs/audits/43_audit_sosp.ipynb #49b484ec
+def oracle_inputs(p, data:Dataset, other:Dataset, x, x_prev, refresh:bool) -> tuple:
+    "(state, problem, stream) of lt-sosp at step 1 from x_prev to x: `data` is O3's batch at a refresh (after O1's `other`), else O2's (before O4's)."
+    rows = (other, data) if refresh else (data, other)
+    both = Dataset(np.concatenate([to_numpy(b.A) for b in rows]), np.concatenate([to_numpy(b.y) for b in rows]), data.name)
+    prob = Saddle(both)
+    s = lt_start(prob, p, x, 0)
+    if not refresh:                                                   # leaf 1 (the refresh) is out; the step's O2 feeds leaf 2
+        s.tree.noise(1); s = s._replace(x_prev=np.asarray(x_prev), drift=0.0, grad_est=np.zeros_like(x), H=np.zeros((len(x),) * 2), k=1, trees=1)
+    return s, prob, DataStream(both, shuffle=False)
+
+def audit_estimate(p, data:Dataset, other:Dataset, x, x_prev, refresh:bool) -> LTOracle:
+    "What `lt_oracle` returns on `oracle_inputs` (the estimates the audit's releases carry), checked to be the oracle and batch the audit meant."
+    o = lt_oracle(*oracle_inputs(p, data, other, x, x_prev, refresh), p)
+    if o is None or o.refresh != refresh or o.batch != len(data): raise RuntimeError("lt_oracle did not read the canary's batch where the audit put it.")
+    return o
+
+# %% ../nbs/audits/43_audit_sosp.ipynb #9a8ed602
+@contextmanager
+def injected(bug:str|None):
+    "Tests only: lt-sosp's oracle with `bug` in it ('no clipping': O3's and O2's clip bounds ×1e8; 'fixed batch': b_t = 1), restored on exit."
+    old = {k: getattr(lt_module, k) for k in ("clipped_mean_hessian", "clipped_mean_difference", "batch_size")}
+    new = {"no clipping": dict(clipped_mean_hessian=lambda pr, x, B, M, b: old["clipped_mean_hessian"](pr, x, B, M * 1e8, b),
+                               clipped_mean_difference=lambda pr, x, xq, B, lam, b: old["clipped_mean_difference"](pr, x, xq, B, lam * 1e8, b)),
+           "fixed batch": dict(batch_size=lambda step, p: 1)}.get(bug, {})
+    vars(lt_module).update(new)
+    try: yield
+    finally: vars(lt_module).update(old)
+
 # %% ../nbs/audits/43_audit_sosp.ipynb #1f4c3d69
-def _escape_shift(p, d:int, x, r, steep:float, bug:str|None) -> tuple:
-    "(Δ, k, σ, sensitivity, label) of the escape family: one refresh's Hessian batch holds the canary (LT Alg. 3)."
-    F = 1e8 if bug == "no clipping" else 1.0
+def _escape_shift(p, d:int, x, r, steep:float) -> tuple:
+    "(Δ, k, σ, sensitivity, label) of the escape family: one refresh's Hessian batch (O3, `lt_oracle`) holds the canary (LT Alg. 3)."
     D, Dp = sosp_canary_pair(p.b, d, r.child(0), steep)
-    H = [to_numpy(clipped_mean_hessian(Saddle(data), x, data, p.M * F, p.b)[0]) for data in (D, Dp)]
+    H = [to_numpy(audit_estimate(p, data, D, x, x, True).H) for data in (D, Dp)]
     dH = H[1] - H[0]; lam, U = np.linalg.eigh(dH); u = U[:, np.argmax(np.abs(lam))]
     v = p.Xi * (1 - 1e-9) * u                                          # x_t − x_anchor on the worst path inside the Ξ-ball
     Delta, k, sigma, sens = dH @ v, p.Gamma * p.tau, p.sigma_esc, p.s_H_max * p.Xi
     return Delta, k, sigma, sens, f"lt-sosp escape releases (Γτ = {k}, b = {p.b}, replace-one)"
 
 # %% ../nbs/audits/43_audit_sosp.ipynb #cfa518f0
-def _tree_shift(p, d:int, x, r, steep:float, bug:str|None, step:float|None) -> tuple:
-    "(Δ, k, σ, sensitivity, label) of the tree family: the canary in leaf 2's gradient-difference batch (LT Alg. 3)."
-    F = 1e8 if bug == "no clipping" else 1.0
+def _tree_shift(p, d:int, x, r, steep:float, step:float|None) -> tuple:
+    "(Δ, k, σ, sensitivity, label) of the tree family: the canary in leaf 2's gradient-difference batch (O2, `lt_oracle`; LT Alg. 3)."
     u_step = p.Xi / 2 if step is None else float(step)
-    bt = 1 if bug == "fixed batch" else batch_size(u_step, p)
-    D, Dp = sosp_canary_pair(bt, d, r.child(0), steep)
     x_prev = x - u_step * np.eye(d)[0]
-    m = [to_numpy(clipped_mean_difference(Saddle(data), x, x_prev, data, p.M * u_step * F, bt)[0]) for data in (D, Dp)]
+    bt = lt_module.batch_size(vnorm(x - x_prev), p)                    # what lt_oracle will take (it checks)
+    D, Dp = sosp_canary_pair(bt, d, r.child(0), steep)
+    m = [to_numpy(audit_estimate(p, data, D, x, x_prev, False).grad_est) for data in (D, Dp)]
     Delta, k, sigma, sens = m[1] - m[0], len(nodes_containing(2, p.T)), p.sigma_tree, p.s_max
     return Delta, k, sigma, sens, f"lt-sosp tree leaf 2 after a step {u_step:.3g} (b_t = {bt}, {k} nodes, replace-one)"
 
@@ -79,7 +108,8 @@ def run_sosp_audit(epsilon:float, delta:float, # the target `sosp_parameters` ca
     r = make_rng(rng)
     p, claim = _sosp_calibration(d, epsilon, delta, alpha)
     x = np.full(d, 0.5)                                                # an anchor where the samples' z matter (sin, cos ≠ 0)
-    Delta, k, sigma, sens, label = _escape_shift(p, d, x, r, steep, bug) if release == "escape" else _tree_shift(p, d, x, r, steep, bug, step)
+    with injected(bug):                                                # tests only: the bug inside lt-sosp's own oracle
+        Delta, k, sigma, sens, label = _escape_shift(p, d, x, r, steep) if release == "escape" else _tree_shift(p, d, x, r, steep, step)
     sigma_run = sigma * (0.25 if bug == "sigma / 4" else 1.0)
     scores = summed_lr_scores(Delta, k, d, sigma_run, r, trials)
     mu = math.sqrt(k) * float(np.linalg.norm(Delta)) / sigma_run

@@ -408,7 +408,7 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta
                  epochs:int=DPSGD_EPOCHS, # passes over the data: T = epochs·⌊n/B⌋ steps
                  lr:float|None=None, # default 2Φ/(L·G), G = √(L² + d·σ̄²) the expected norm of a released gradient
                  sampling:str="poisson", # 'poisson' (amplified) or 'shuffle' (disjoint batches per epoch, no amplification)
-                 C:float|None=None, # per-sample clip norm (default L); the noise scales with it and the default step with 1/C
+                 C:float|None=None, # per-sample clip norm (default: the problem's declared `dpsgd_clip`, else L); noise ∝ C, default step ∝ 1/C
                 ) -> Plan:
     "Parameters of DP-SGD (Abadi et al. 2016) with defaults from public quantities only; on F_α when α > 0 (0: plain DP-SGD)."
     from dpnotebooks.dpsgd import dpsgd_releases
@@ -565,10 +565,10 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
 
 # %% ../nbs/planning/30_minimize.ipynb #c2c75fba
 def _declared_bounds(problem, alg, consts:dict) -> dict:
-    "The recipe constants, with M and ρ (second-order clip bounds) defaulting to the problem's declared constants."
+    "The recipe constants, with M and ρ (second-order clip bounds) and DP-SGD's C defaulting to the problem's declared constants."
     import inspect
     consts = dict(consts)
-    for key, attr in (("M", "smoothness"), ("rho", "hessian_lipschitz")):
+    for key, attr in (("M", "smoothness"), ("rho", "hessian_lipschitz"), ("C", "dpsgd_clip")):
         if key in inspect.signature(alg.recipe).parameters and key not in consts and getattr(problem, attr, None) is not None:
             consts[key] = float(getattr(problem, attr))
     return consts

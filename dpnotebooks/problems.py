@@ -324,6 +324,7 @@ def _sigmoid(t): xp = get_xp(); return 0.5 * (1 + xp.tanh(0.5 * t))
 class Logistic(LinearModel):
     name, summary = "logistic", "log(1 + exp(-b <a,x>)): convex, smooth, L = 1"
     convex = smooth = True
+    dpsgd_clip = 0.1   # DP-SGD's default clip, L/10 (public, fixed by the model): a fitted sample's gradient falls far below L
     def psi(self, t, y): return get_xp().logaddexp(0.0, -y * t)
     def dpsi(self, t, y): return -y * _sigmoid(-y * t)
     def d2psi(self, t, y): s = _sigmoid(t); return s * (1 - s)

@@ -24,8 +24,8 @@ from .spiderboost import clipped_mean_gradient, clipped_mean_difference, row_chu
 # %% auto #0
 __all__ = ['SOSP_STREAM', 'hessians_each', 'op_norms', 'clip_matrices', 'clipped_mean_hessian', 'clipped_mean_hessian_difference',
            'escape_length', 'EscapeOutput', 'escape_steps', 'escape', 'SOSPParams', 'sosp_parameters', 'batch_size',
-           'sosp_releases', 'Anchor', 'SOSPOutput', 'select_output', 'LTState', 'lt_step', 'lt_sosp',
-           'replay_decisions', 'plot_escape', 'lt_sosp_rate', 'sosp_samples_estimate']
+           'sosp_releases', 'Anchor', 'SOSPOutput', 'select_output', 'LTState', 'LTOracle', 'lt_oracle', 'lt_step',
+           'lt_sosp', 'replay_decisions', 'plot_escape', 'lt_sosp_rate', 'sosp_samples_estimate']
 
 # %% ../nbs/algorithms/21_sosp.ipynb #5c7c3901
 def hessians_each(problem, # a `Problem` with `grad_each` (and optionally `hess_each`)
@@ -286,26 +286,40 @@ class LTState(NamedTuple):
     xs: list                      # x_0, …, x_t
     rng: object                   # the run's streams
 
+# %% ../nbs/algorithms/21_sosp.ipynb #2aa8bdd9
+class LTOracle(NamedTuple):
+    "What the oracles of one step of LT Alg. 3 return (the estimates carry no noise yet)."
+    grad_est: object; H: object   # ∇_t and H_t (Alg. 3 lines 6 or 9–10)
+    refresh: bool; batch: int     # O1/O3 on batches of b, or O2/O4 on batches of b_t
+    leaf_sens: float; hess_sens: float   # replace-one sensitivity of ∇_t's increment (the tree leaf) and of H_t's
+    gclip: ClipCounter; hclip: ClipCounter
+
+def lt_oracle(s:LTState, problem, stream, p) -> LTOracle|None:
+    "Oracles of LT Alg. 4 at step t of Alg. 3 (lines 5–10): O1+O3 at a refresh, else ∇_{t−1}+O2, H_{t−1}+O4; None when the data run out."
+    x, x_prev = s.x, s.x_prev
+    if s.drift >= p.kappa or s.count >= p.tau:                       # O1 and O3 on two fresh batches of b
+        if stream.remaining < 2 * p.b: return None
+        g, cg = clipped_mean_gradient(problem, x, stream.take(p.b)[1], p.G, p.b)
+        H, ch = clipped_mean_hessian(problem, x, stream.take(p.b)[1], p.M, p.b)
+        return LTOracle(g, H, True, p.b, 2 * p.G / p.b, 2 * p.M / p.b, s.gclip.add(cg), s.hclip.add(ch))
+    step = vnorm(x - x_prev); bt = batch_size(step, p)                # O2 and O4 on two fresh batches of b_t
+    if stream.remaining < 2 * bt: return None
+    lam_g, lam_h = p.M * step, p.rho * step
+    dg, cg = clipped_mean_difference(problem, x, x_prev, stream.take(bt)[1], lam_g, bt)
+    dH, ch = clipped_mean_hessian_difference(problem, x, x_prev, stream.take(bt)[1], lam_h, bt)
+    return LTOracle(s.grad_est + dg, s.H + dH, False, bt, 2 * lam_g / bt, 2 * lam_h / bt, s.gclip.add(cg), s.hclip.add(ch))
+
 # %% ../nbs/algorithms/21_sosp.ipynb #9b2d8e6b
 def lt_step(s:LTState, t1:int, problem, stream, p, escape, stop_at_certificate):
-    "Step t = t1 − 1 of LT Algorithm 3 with the oracles of Alg. 4 and the escape of Alg. 2."
-    t, x, x_prev = t1 - 1, s.x, s.x_prev
-    gclip, hclip, k, drift, count, trees, tree = s.gclip, s.hclip, s.k, s.drift, s.count, s.trees, s.tree
-    if drift >= p.kappa or count >= p.tau:                           # O1 and O3 on two fresh batches of b, a fresh tree
-        if stream.remaining < 2 * p.b: return Stop(s, "data")
-        grad_est, c = clipped_mean_gradient(problem, x, stream.take(p.b)[1], p.G, p.b); gclip = gclip.add(c)
-        H, c = clipped_mean_hessian(problem, x, stream.take(p.b)[1], p.M, p.b); hclip = hclip.add(c)
-        if trees: tree.reset()
-        refresh, drift, count, k, trees, bt, ls, hs = True, 0.0, 0, 1, trees + 1, p.b, 2 * p.G / p.b, 2 * p.M / p.b
-    else:                                                             # O2 and O4 on two fresh batches of b_t
-        step = vnorm(x - x_prev); bt = batch_size(step, p)
-        if stream.remaining < 2 * bt: return Stop(s, "data")
-        lam_g, lam_h = p.M * step, p.rho * step
-        dg, c = clipped_mean_difference(problem, x, x_prev, stream.take(bt)[1], lam_g, bt); gclip = gclip.add(c)
-        dH, c = clipped_mean_hessian_difference(problem, x, x_prev, stream.take(bt)[1], lam_h, bt); hclip = hclip.add(c)
-        refresh, grad_est, H, k, ls, hs = False, s.grad_est + dg, s.H + dH, k + 1, 2 * lam_g / bt, 2 * lam_h / bt
-    s = s._replace(grad_est=grad_est, H=H, gclip=gclip, hclip=hclip, k=k, drift=drift, count=count, trees=trees)
-    return _lt_move(s, t, tree.noise(k), refresh, bt, ls, hs, p, escape, stop_at_certificate)
+    "Step t = t1 − 1 of LT Algorithm 3 with the oracles of Alg. 4 (`lt_oracle`) and the escape of Alg. 2."
+    o = lt_oracle(s, problem, stream, p)
+    if o is None: return Stop(s, "data")
+    if o.refresh:                                                     # a fresh tree; the drift and the escape count restart
+        if s.trees: s.tree.reset()
+        s = s._replace(drift=0.0, count=0, k=1, trees=s.trees + 1)
+    else: s = s._replace(k=s.k + 1)
+    s = s._replace(grad_est=o.grad_est, H=o.H, gclip=o.gclip, hclip=o.hclip)
+    return _lt_move(s, t1 - 1, s.tree.noise(s.k), o.refresh, o.batch, o.leaf_sens, o.hess_sens, p, escape, stop_at_certificate)
 
 # %% ../nbs/algorithms/21_sosp.ipynb #91f41953
 def _lt_close_escape(s:LTState, t:int, escaping:bool, frozen:int, p, stop_at_certificate:bool):

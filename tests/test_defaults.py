@@ -1,5 +1,5 @@
-"""Issue 21 §2: defaults that work. DP-SGD's default plan (Poisson, B ≈ 3√n, 30 epochs, η = 2Φ/(L·G), α = 0) from public
-quantities only; α = 0 through `minimize`; the vacuous-target and too-short-step warnings; every algorithm's knobs."""
+"""Issue 21 §2: defaults that work. DP-SGD's default plan (Poisson, B ≈ 3√n, 30 epochs, η = 2Φ/(L·G), α = 0, the clip the
+problem class declares) from public quantities only; α = 0 through `minimize`; the vacuous-target and too-short-step warnings; every algorithm's knobs."""
 import math, warnings
 import numpy as np
 import pytest
@@ -15,7 +15,8 @@ def test_dpsgd_default_plan_is_poisson_unsmoothed_and_public(logistic):
     plan = plan_run(logistic, "dp-sgd", 1.0, 1e-5)
     p = plan.params
     assert (p.sampling, plan.alpha, p.batch, p.T) == ("poisson", 0.0, round(3 * math.sqrt(2000)), 30 * (2000 // p.batch))
-    assert p.eta == pytest.approx(dpsgd_step_size(5, p.batch, 1.0, 1.0, p.sigma, "poisson"))
+    assert p.C == 0.1                                    # logistic declares its clip, L/10 (public: the model class)
+    assert p.eta == pytest.approx(dpsgd_step_size(5, p.batch, 1.0, 1.0, p.sigma, "poisson", p.C))
     assert math.isnan(plan.beta) and math.isnan(plan.rate) and "not applicable" in plan.derivation["goldstein"]
     assert plan == plan_run(get_problem("logistic", n=2000, d=5, seed=7), "dp-sgd", 1.0, 1e-5)   # other data, same plan
 
