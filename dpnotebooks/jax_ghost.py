@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 # %% auto #0
-__all__ = ['GhostPlan', 'jax_clipped_sum_fn', 'vmap_clipped_sum_fn']
+__all__ = ['GhostPlan', 'bucket_size', 'jax_clipped_sum_fn', 'vmap_clipped_sum_fn']
 
 # %% ../nbs/core/04i_jax_ghost.ipynb #dff63b84
 _INLINE = {"jit", "pjit", "closed_call", "core_call"}          # nested calls whose body is inlined
@@ -378,11 +378,17 @@ def _packed_fn(f, plans:dict, guard:str):
         return jnp.concatenate([S, jnp.stack([nclip, nbad]).astype(S.dtype)])
     return jax.jit(packed)
 
+# %% ../nbs/core/04i_jax_ghost.ipynb #0966b5fe
+def bucket_size(b:int) -> int:
+    "The padded size of a batch of b rows: the next multiple of 2^(bit_length(b−1) − 4) (at most b/8 extra rows; at least 1)."
+    step = 1 << max(0, max(0, b - 1).bit_length() - 4)
+    return max(1, -(-b // step) * step)
+
 # %% ../nbs/core/04i_jax_ghost.ipynb #b9aded0b
 def _on_host(packed, bucket:bool):
-    "clipped_sum(x, A, y, clip) -> (S numpy, n_clipped, n_nonfinite), the batch zero-padded to a power of two if `bucket`."
+    "clipped_sum(x, A, y, clip) -> (S numpy, n_clipped, n_nonfinite), the batch zero-padded to `bucket_size` if `bucket`."
     def clipped_sum(x, A, y, clip):
-        b = np.shape(A)[0]; B = 1 << max(0, b - 1).bit_length() if bucket else b
+        b = np.shape(A)[0]; B = bucket_size(b) if bucket else b
         if B != b:                                            # pad with zero rows, masked out inside
             pad = lambda v: np.concatenate([np.asarray(v), np.zeros((B - b,) + np.shape(v)[1:], np.asarray(v).dtype)])
             out = np.asarray(packed(x, pad(A), pad(y), clip, np.int32(b)))
@@ -397,7 +403,7 @@ def jax_clipped_sum_fn(f, # f(x, a, y) -> scalar: the loss of one example (featu
                        x_example=None, # optional flat parameters: with `p`, analyse now and set `.plan`
                        p=None, # optional number of features of one example
                        guard:str="cond", # non-finite rows: "cond" (zero them only when there are some) or "where" (always)
-                       bucket:bool=True, # pad the batch to a power of two (one compile per bucket, not per size)
+                       bucket:bool=True, # pad the batch to `bucket_size` (one compile per bucket, not per size)
                        ):
     """clipped_sum(x, A, y, clip) -> (S numpy (p,), n_clipped, n_nonfinite), S = Σ_i min(1, C/‖g_i‖) g_i: ghost clipping
     (Goodfellow 2015; Li et al. 2022) where f's jaxpr allows, jitted vmap(grad) + clip otherwise. Attributes: `plan_for(x, A, y)`
