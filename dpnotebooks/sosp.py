@@ -25,7 +25,8 @@ from .spiderboost import clipped_mean_gradient, clipped_mean_difference, row_chu
 __all__ = ['SOSP_STREAM', 'hessians_each', 'op_norms', 'clip_matrices', 'clipped_mean_hessian', 'clipped_mean_hessian_difference',
            'escape_length', 'EscapeOutput', 'escape_steps', 'escape', 'SOSPParams', 'sosp_parameters', 'batch_size',
            'sosp_releases', 'Anchor', 'SOSPOutput', 'select_output', 'LTState', 'LTOracle', 'lt_oracle', 'lt_step',
-           'lt_sosp', 'replay_decisions', 'plot_escape', 'lt_sosp_rate', 'sosp_samples_estimate']
+           'lt_start', 'lt_output', 'lt_sosp', 'replay_decisions', 'plot_escape', 'lt_sosp_rate',
+           'sosp_samples_estimate']
 
 # %% ../nbs/algorithms/21_sosp.ipynb #5c7c3901
 def hessians_each(problem, # a `Problem` with `grad_each` (and optionally `hess_each`)

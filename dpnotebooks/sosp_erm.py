@@ -21,7 +21,7 @@ from .registry import Plan, InsufficientDataError, Algorithm, RunOutput, registe
 from .runloop import run_loop, Stop
 from .checkpoint import Checkpointer
 from .sosp import SOSPParams, sosp_parameters, sosp_releases, sosp_samples_estimate
-from .sosp import lt_start, lt_step, lt_output   # LT Alg. 3's step, reused unchanged (see the report: to be made public in 21_sosp)
+from .sosp import lt_start, lt_step, lt_output   # LT Alg. 3's state, step and output, reused unchanged (21_sosp)
 from .sosp_algorithm import lt_sosp_alpha_for
 from .cost import COUNTERS, Counts, CHUNK
 
