@@ -343,6 +343,7 @@ class Logistic(LinearModel):
 class SigmoidGLM(LinearModel):
     name, summary = "sigmoid-glm", "(sigmoid(<a,x>) - b)^2: smooth, nonconvex, L = 1/2"
     smooth = True
+    dpsgd_clip = 0.05   # DP-SGD's default clip, L/10 as for logistic: a fitted row's gradient 2(σ − b)σ'a vanishes
     def psi(self, t, y): return (_sigmoid(t) - y) ** 2
     def dpsi(self, t, y): s = _sigmoid(t); return 2 * (s - y) * s * (1 - s)
     def d2psi(self, t, y):
