@@ -406,7 +406,7 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta
                  accountant:str=DEFAULT_ACCOUNTANT,
                  batch_size:int|None=None, # default min(n, max(16, round(3√n)))
                  epochs:int=DPSGD_EPOCHS, # passes over the data: T = epochs·⌊n/B⌋ steps
-                 lr:float|None=None, # default 2Φ/(L·G), G = √(L² + d·σ̄²) the expected norm of a released gradient
+                 lr:float|None=None, # default 2Φ/(L·G), G = √(C² + d·σ̄²) the expected norm of a released gradient
                  sampling:str="poisson", # 'poisson' (amplified) or 'shuffle' (disjoint batches per epoch, no amplification)
                  C:float|None=None, # per-sample clip norm (default: the problem's declared `dpsgd_clip`, else L); noise ∝ C, default step ∝ 1/C
                 ) -> Plan:
