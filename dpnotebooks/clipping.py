@@ -65,11 +65,14 @@ def clip_rows(G, # per-sample vectors, shape (..., d): clipped along the last ax
               bound:float, # the norm bound (the declared L for gradients)
              ) -> Clipped:
     "Scale every row of `G` with norm above `bound` down to norm `bound`; rows holding NaN or inf become 0 (per-sample clipping)."
-    check_bound(bound); xp, bound = get_xp(), _bound(bound); G, bad = zero_nonfinite(asarray(G), (-1,))
-    norms = row_norms(G)
+    check_bound(bound); xp, bound, G = get_xp(), _bound(bound), asarray(G)
+    with np.errstate(over="ignore", invalid="ignore"): norms = xp.linalg.vector_norm(G, axis=-1, keepdims=True)
+    nonfinite = 0                                 # all norms finite: no row holds a NaN or inf (one would make its norm non-finite)
+    if not bool(xp.all(xp.isfinite(norms))):
+        G, bad = zero_nonfinite(G, (-1,)); norms, nonfinite = row_norms(G), _count(bad)
     over = norms[..., 0] > bound * (1 + 1e-12)   # count real clips, not rounding (a row of norm L(1 + 1e-16))
     with np.errstate(over="ignore"): scale = xp.minimum(1.0, bound / xp.maximum(norms, xp.finfo(norms.dtype).smallest_normal))
-    return Clipped(G * scale, _count(over), math.prod(over.shape), _count(bad))
+    return Clipped(G * scale, _count(over), math.prod(over.shape), nonfinite)
 
 
 # %% ../nbs/privacy/01b_clipping.ipynb #30d46262

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 import numpy as np
-from .backend import get_xp, get_dtype, get_device, asarray, to_numpy, vnorm, make_rng, einsum, take_rows
+from .backend import get_xp, get_backend, get_dtype, get_device, asarray, to_numpy, vnorm, make_rng, einsum, take_rows
 
 # %% auto #0
-__all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'PROBLEMS', 'Dataset', 'normalize_rows', 'scale_records', 'with_data',
-           'load_sklearn', 'LabelCodingWarning', 'load_file', 'check_points', 'Problem', 'LinearModel',
+__all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'BLOCK_ELEMENTS', 'PROBLEMS', 'Dataset', 'normalize_rows', 'scale_records',
+           'with_data', 'load_sklearn', 'LabelCodingWarning', 'load_file', 'check_points', 'Problem', 'LinearModel',
            'RobustRegression', 'PhaseRetrieval', 'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle',
            'saddle_base', 'saddle_base_grad', 'list_problems', 'get_problem', 'check_loss']
 
@@ -35,13 +35,17 @@ class Dataset:
         if self.y.shape != (self.A.shape[0],):
             raise ValueError(f"Dataset targets must have shape ({self.A.shape[0]},) to match the features. Found {tuple(self.y.shape)}.")
     def __len__(self): return int(self.A.shape[0])
+    def _rows(self, A, y):
+        "A sub-dataset of rows already checked: no second check (a step draws one per batch)."
+        sub = object.__new__(type(self)); sub.A, sub.y, sub.name = A, y, self.name
+        return sub
     def __getitem__(self, idx):
         "Rows `idx`: a slice, integer indices (host or device) or a boolean mask; the rows stay on the device."
-        if isinstance(idx, slice): return Dataset(self.A[idx, ...], self.y[idx], self.name)
+        if isinstance(idx, slice): return self._rows(self.A[idx, ...], self.y[idx])
         if getattr(idx, "dtype", None) is not None and str(idx.dtype).rsplit(".", 1)[-1] == "bool":
             if isinstance(idx, np.ndarray): idx = np.flatnonzero(idx)      # a host mask: its row numbers
-            else: return Dataset(self.A[idx], self.y[idx], self.name)        # a device mask, the sole index
-        return Dataset(take_rows(self.A, idx), take_rows(self.y, idx), self.name)
+            else: return self._rows(self.A[idx], self.y[idx])              # a device mask, the sole index
+        return self._rows(take_rows(self.A, idx), take_rows(self.y, idx))
     @property
     def p(self): return int(self.A.shape[1])
     def __repr__(self): return f"Dataset({self.name!r}, n={len(self)}, p={self.p})"
@@ -216,6 +220,16 @@ def _check_problem_args(data, L):
     if not (isinstance(L, (int, float, np.integer, np.floating)) and math.isfinite(L) and L > 0):
         raise ValueError(f"The declared Lipschitz constant `L` must be a positive finite number. Found {L!r}.")
 
+# %% ../nbs/core/04_problems.ipynb #8f8c3280
+BLOCK_ELEMENTS = 1 << 17   # on numpy, averages over all data work on about this many (point, sample) entries at a time
+
+def _blocked(f, X, per_row:int):
+    "`f` applied to blocks of the rows of `X`, concatenated; a block holds about BLOCK_ELEMENTS // per_row rows (numpy only)."
+    rows = int(X.shape[0])
+    step = max(1, BLOCK_ELEMENTS // max(int(per_row), 1)) if get_backend() == "numpy" else rows
+    if step >= rows: return f(X)
+    return get_xp().concat([f(X[i:i + step, ...]) for i in range(0, rows, step)])
+
 # %% ../nbs/core/04_problems.ipynb #8b5b74f5
 class Problem:
     "A per-sample loss f(x; ξ) on a dataset, vectorized over points and samples (KLT Assumption 2.2)."
@@ -230,10 +244,12 @@ class Problem:
     def _batch(self, batch): return self.data if batch is None else batch
     def loss(self, X, batch=None):
         "Average loss over `batch` (default: all data) at each of the k points: shape (k,)."
-        return get_xp().mean(self.value(check_points(X, self.dim), self._batch(batch)), axis=1)
+        batch = self._batch(batch)
+        return _blocked(lambda Xb: get_xp().mean(self.value(Xb, batch), axis=1), check_points(X, self.dim), len(batch))
     def full_grad(self, X, batch=None):
         "Average gradient over `batch` (default: all data) at each of the k points: shape (k, d)."
-        return get_xp().mean(self.grad(check_points(X, self.dim), self._batch(batch)), axis=1)
+        batch = self._batch(batch)
+        return _blocked(lambda Xb: get_xp().mean(self.grad(Xb, batch), axis=1), check_points(X, self.dim), len(batch) * self.dim)
     def __repr__(self):
         return f"{type(self).__name__}(n={len(self.data)}, dim={self.dim}, L={self.L:g})"
 
@@ -251,8 +267,8 @@ class LinearModel(Problem):
         t = einsum("bkd,bd->bk", X, batch.A)
         return self.dpsi(t, batch.y[:, None])[..., None] * batch.A[:, None, :]
     def full_grad(self, X, batch=None):
-        X, batch = check_points(X, self.dim), self._batch(batch)
-        return self.dpsi(X @ batch.A.T, batch.y[None, :]) @ batch.A / len(batch)
+        batch = self._batch(batch)
+        return _blocked(lambda Xb: self.dpsi(Xb @ batch.A.T, batch.y[None, :]) @ batch.A, check_points(X, self.dim), len(batch)) / len(batch)
 
 # %% ../nbs/core/04_problems.ipynb #a8659551
 def _linear_hvp(self, x, V, batch=None):

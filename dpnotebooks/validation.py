@@ -35,6 +35,8 @@ def check_count(name:str, value) -> int:
 # %% ../nbs/core/00a_validation.ipynb #97b4d83c
 def check_bound(bound):
     "A ValueError unless every entry of `bound` (a scalar or an array) is finite and non-negative."
+    if isinstance(bound, numbers.Real) and not isinstance(bound, bool):   # the common case, checked without an array
+        if math.isfinite(bound) and bound >= 0: return
     b = to_numpy(bound)
     if not np.all(b >= 0) or not np.all(np.isfinite(b)):
         raise ValueError(f"A clipping bound must be finite and non-negative. Found {bound!r}.")

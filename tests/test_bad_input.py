@@ -47,7 +47,7 @@ def test_out_of_spec_loss_warns_and_keeps_the_guarantee(algorithm):
     from dpnotebooks.clipping import ClippingWarning
     from dpnotebooks.minimize import minimize
     from dpnotebooks.problems import Dataset, RobustRegression, get_problem
-    p = get_problem("robust-regression", n=20000, d=4, seed=0)
+    p = get_problem("robust-regression", n=4000, d=4, seed=0)
     wrong = RobustRegression(Dataset(3 * p.data.A, p.data.y))
     with pytest.warns(ClippingWarning, match="L = 1 is probably too small"):
         r = minimize(wrong, algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0, diagnostics="nonprivate")

@@ -1,4 +1,4 @@
-"""`dpnb experiment NAME --quick --seed S` for the sample-complexity and stationarity-rates experiments: JSON, CSV, PNG and SVG, seeds from S."""
+"""`dpnb experiment NAME --seed S` for the sample-complexity and stationarity-rates experiments (--quick and smaller grids): JSON, CSV, PNG and SVG, seeds from S."""
 import csv, json
 import pytest
 from dpnotebooks.cli import main
@@ -15,12 +15,20 @@ def test_sample_complexity_quick(tmp_path):
     assert res["config"]["seeds"] == [3, 4] and res["config"]["ds"] == [4, 8]
     assert len(table) == len(res["smallest"]) and {r["algorithm"] for r in table} == {"ztc-naive", "klt-single-pass"}
 
+def test_stationarity_rates_quick_preset():
+    "--quick sets the grid 61_stationarity_rates runs in its slow cells (which check the experiment's results), whatever else was given."
+    from dpnotebooks.cli import build_parser, _experiment_args
+    args = build_parser().parse_args(["experiment", "stationarity-rates", "--quick", "--ns", "500", "--seeds", "9"])
+    _experiment_args(args)
+    assert args.ns == [2000, 6000, 18000] and args.seeds == 2 and args.epsilon == 1.0 and args.d == 10
+
 @pytest.mark.slow
-def test_stationarity_rates_quick(tmp_path):
-    assert main(["experiment", "stationarity-rates", "--quick", "--seed", "2", "--quiet", "--out", str(tmp_path)]) == 0
+def test_stationarity_rates_cli(tmp_path):
+    "The CLI's files for a grid smaller than --quick's (the same code path; the notebook runs the --quick grid)."
+    assert main(["experiment", "stationarity-rates", "--ns", "2000,6000", "--seeds", "1", "--seed", "2", "--quiet", "--out", str(tmp_path)]) == 0
     res, table = _files(tmp_path, "stationarity_rates")
-    assert res["config"]["base_seed"] == 2 and res["config"]["seeds"] == 2 and res["config"]["ns"] == [2000, 6000, 18000]
-    assert len(table) == len(res["points"]) == 9 and all(float(r["epsilon_spent"]) <= 1 + 1e-6 for r in table)
+    assert res["config"]["base_seed"] == 2 and res["config"]["seeds"] == 1 and res["config"]["ns"] == [2000, 6000]
+    assert len(table) == len(res["points"]) == 6 and all(float(r["epsilon_spent"]) <= 1 + 1e-6 for r in table)
 
 def _parses(line):
     try: json.loads(line); return True
