@@ -8,12 +8,20 @@ def _files(out, stem):
     with open(out / f"{stem}.csv") as f: table = list(csv.DictReader(f))
     return json.loads((out / f"{stem}.json").read_text()), table
 
+def test_sample_complexity_quick_preset():
+    "--quick sets its small grid whatever else was given (60_sample_complexity's slow cells run a larger one and check its results)."
+    from dpnotebooks.cli import build_parser, _experiment_args
+    args = build_parser().parse_args(["experiment", "sample-complexity", "--quick", "--ds", "64", "--seeds", "9"])
+    _experiment_args(args)
+    assert args.ds == [4, 8] and args.seeds == 2 and args.algorithms == ["ztc-naive", "klt-single-pass"] and args.n_max == 32000
+
 @pytest.mark.slow
-def test_sample_complexity_quick(tmp_path):
-    assert main(["experiment", "sample-complexity", "--quick", "--seed", "3", "--quiet", "--out", str(tmp_path)]) == 0
+def test_sample_complexity_cli_seeds(tmp_path):
+    "The CLI's files, on a grid smaller than --quick's, with seeds counted from --seed."
+    assert main(["experiment", "sample-complexity", *TINY, "--seed", "3", "--quiet", "--out", str(tmp_path)]) == 0
     res, table = _files(tmp_path, "sample_complexity")
     assert res["config"]["seeds"] == [3, 4] and res["config"]["ds"] == [4, 8]
-    assert len(table) == len(res["smallest"]) and {r["algorithm"] for r in table} == {"ztc-naive", "klt-single-pass"}
+    assert len(table) == len(res["smallest"]) == 2 and {r["algorithm"] for r in table} == {"ztc-naive"}
 
 def test_stationarity_rates_quick_preset():
     "--quick sets the grid 61_stationarity_rates runs in its slow cells (which check the experiment's results), whatever else was given."
