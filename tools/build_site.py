@@ -196,7 +196,8 @@ def build(out: Path, jobs: int = 2, only=None, run: bool = True, skip_slow: bool
     todo = [p for p in paths if not only or p.stem in only]
     if run and not skip_slow: todo.sort(key=lambda p: -p.read_text().count("#| slow"))   # the longest first: the workers finish together
     copy_mathjax(out)
-    if jobs > 1:
+    if jobs > 1:                     # one BLAS thread per kernel unless set: `jobs` kernels with two each oversubscribe two cores
+        for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"): os.environ.setdefault(k, "1")
         with ProcessPoolExecutor(jobs) as ex:
             timed = list(ex.map(timed_render, todo, [out] * len(todo), [pages] * len(todo), [run] * len(todo), [skip_slow] * len(todo)))
     else:

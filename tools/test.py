@@ -8,6 +8,11 @@
 Prints the time of each part and of the tier, pytest's 25 slowest tests (`--durations`), nbdev-test's time per notebook and
 its cells slower than 20 s (a fast-tier cell is stopped at 120 s; none should pass 60 s); the exit status is 0 only when
 every part passed. The slow tier builds the site into $DPNB_SITE (default _site/), and the site tests open that build.
+
+Every part runs two worker processes; each gets one BLAS/OpenMP thread (`ONE_THREAD`, unless the variable is already set):
+two workers with two BLAS threads each on two cores oversubscribe them, and OpenBLAS's threads then wait on each other
+(a Goldstein certificate took 1.9 s instead of 0.2 s beside one busy process). Results do not depend on it: the seeded
+outputs of tests/test_golden.py are the same either way.
 """
 import argparse, json, os, re, subprocess, sys, time
 from pathlib import Path
@@ -15,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SLOW = re.compile(r"^\s*#\s*\|\s*slow\b")
+ONE_THREAD = dict(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 
 def slow_notebooks() -> list:
     "The notebooks (file names) with at least one code cell marked `#| slow`."
@@ -41,7 +47,7 @@ def run(tier:str) -> int:
     t0, results = time.time(), []
     for name, argv, env in parts(tier):
         print(f"\n===== {tier} tier: {name} =====\n+ {' '.join(argv)}", flush=True)
-        t = time.time(); rc = subprocess.call(argv, cwd=ROOT, env={**os.environ, **env})
+        t = time.time(); rc = subprocess.call(argv, cwd=ROOT, env={**ONE_THREAD, **os.environ, **env})
         if rc == 5 and name.startswith("pytest"): print("pytest collected no tests: that is a failure here")
         results.append((name, rc, time.time() - t))
     print(f"\n===== {tier} tier: {time.time() - t0:.0f} s =====")
