@@ -110,3 +110,18 @@ def test_build_never_runs_export_cells(tmp_path):
     out = bs.execute(nb, tmp_path / "t.ipynb")
     assert "nbdev_export()" in out.cells[1].source and out.cells[1].outputs == []
     assert out.cells[2].outputs[0]["text"] == "2\n"
+
+def test_a_heartbeat_thread_blocked_at_shutdown_does_not_hang_the_build():
+    "The site build's HBChannel.stop gives up on a heartbeat thread blocked on a dead kernel's socket, and leaves its socket open."
+    import importlib.util, threading
+    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
+    bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
+    class Blocked(threading.Thread):
+        def __init__(self):
+            super().__init__(daemon=True); self._exit, self.release, self.closed = threading.Event(), threading.Event(), False
+        def run(self): self.release.wait()                      # blocked, as on a socket that never answers
+        def close(self): self.closed = True
+    hb = Blocked(); hb.start(); t = time.time()
+    bs._stop_heartbeat(hb, wait=0.2)
+    assert time.time() - t < 5 and hb.is_alive() and not hb.closed and hb._exit.is_set() and hb._running is False
+    hb.release.set(); hb.join(5); bs._stop_heartbeat(hb, wait=0.2); assert hb.closed       # a thread that ended: closed as usual

@@ -85,9 +85,22 @@ def show_doc_markdown(module: str, name: str) -> str | None:
     return re.sub(r"\]\(([^)]*)\)\{[^}]*\}", r"](\1)", md).strip()
 
 
+def _stop_heartbeat(self, wait: float = 10.0):
+    """`HBChannel.stop` that stops waiting for the heartbeat thread after `wait` seconds. At shutdown the thread can stay
+    blocked on the dead kernel's socket, and the page build then hangs on its join forever (jupyter_client#771 reports such
+    hangs in about 0.5% of shutdowns; on 2026-11-25 one held a CI site build on 01_privacy for 13 minutes). The thread is a
+    daemon, so leaving it costs nothing; its socket is closed only once the thread has ended."""
+    self._running = False
+    self._exit.set()
+    self.join(timeout=wait)
+    if not self.is_alive(): self.close()
+
+
 def execute(nb, path: Path, skip_slow: bool = False):
     "Run the notebook in its folder with nbclient; eval-false and `nbdev_export()` cells (and slow ones if asked) are skipped, their source kept."
     from nbclient import NotebookClient
+    from jupyter_client.channels import HBChannel
+    HBChannel.stop = _stop_heartbeat
     saved = {}
     for i, c in enumerate(nb.cells):
         if c.cell_type == "code":
