@@ -46,9 +46,11 @@ def clip_values(D, # function differences, any shape
                 bound, # the bound: a scalar or an array broadcastable to D (e.g. 2Lα, or L||x − y|| per row)
                ) -> Clipped:
     "Clip each scalar of `D` into [−bound, bound]; NaN and ±inf become 0 (two-point differences: bound = 2Lα; KLT eq. 5)."
-    check_bound(bound); xp, bound = get_xp(), _bound(bound); D, bad = zero_nonfinite(asarray(D), ())
+    check_bound(bound); xp, bound, D = get_xp(), _bound(bound), asarray(D)
+    nonfinite = 0                                 # the common case, every difference finite: nothing to zero or count
+    if not bool(xp.all(xp.isfinite(D))): D, bad = zero_nonfinite(D, ()); nonfinite = _count(bad)
     over = xp.abs(D) > bound
-    return Clipped(xp.clip(D, -bound, bound), _count(over), math.prod(D.shape), _count(bad))
+    return Clipped(xp.clip(D, -bound, bound), _count(over), math.prod(D.shape), nonfinite)
 
 
 # %% ../nbs/privacy/01b_clipping.ipynb #03a9d2f9
