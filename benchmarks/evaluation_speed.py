@@ -2,12 +2,17 @@
 the loss on 20 000 held-out samples of `robust-regression`, with all-data averages taken over blocks of points (the default,
 `problems.BLOCK_ELEMENTS` = 2^17 entries) and in one product (blocks large enough to hold every point), in turns.
 
-    .venv/bin/python benchmarks/evaluation_speed.py [--repeat 7] [--d 8,16]
+    .venv/bin/python benchmarks/evaluation_speed.py [--repeat 7] [--d 8,16] [--beside-busy]
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/evaluation_speed.py --beside-busy
+
+`--beside-busy` runs the measurement beside a second process doing BLAS products on two threads, as the test suite's two
+workers do: with two BLAS threads here too, two cores are oversubscribed; the second command shows one thread instead
+(what tools/test.py gives its workers).
 
 Nothing private is read: the points and the samples are synthetic. Median (q25-q75) seconds per certificate, the ratio, and
 the largest difference between the two certificates' norms (rounding only: the products are the same, summed in other orders).
 """
-import argparse, time
+import argparse, os, subprocess, sys, time
 import numpy as np
 from dpnotebooks import problems
 from dpnotebooks.experiments import planted_robust_regression
@@ -21,7 +26,18 @@ def timed(block:int, ev, x) -> tuple:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7); ap.add_argument("--d", default="8,16"); ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--beside-busy", action="store_true", help="measure beside a process doing BLAS products on two threads")
     a = ap.parse_args(argv)
+    busy = None
+    if a.beside_busy:
+        busy = subprocess.Popen([sys.executable, "-c", "import numpy as np\na = np.random.rand(400, 400)\nwhile True: a @ a"],
+                                env={**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"})
+        time.sleep(1)
+    try: _measure(a)
+    finally:
+        if busy is not None: busy.kill()
+
+def _measure(a):
     default, whole = problems.BLOCK_ELEMENTS, 1 << 62
     print(f"| d | points | blocks of 2^17 s | one product s | ratio | norm difference |\n|---|---|---|---|---|---|")
     for d in (int(s) for s in a.d.split(",")):
