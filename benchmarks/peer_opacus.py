@@ -61,7 +61,14 @@ def _have(mod:str) -> bool:
 
 def _stats(ts:list) -> dict:
     q25, q50, q75 = np.percentile(ts, [25, 50, 75])
-    return dict(median=float(q50), q25=float(q25), q75=float(q75), n=len(ts))
+    return dict(median=float(q50), q25=float(q25), q75=float(q75), n=len(ts), times=list(ts))
+
+def block_ratios(a:dict, b:dict, blocks:int=10) -> tuple:
+    "Ratio of medians a/b within each of `blocks` consecutive stretches of interleaved repeats: (median, min, max) over the stretches."
+    blocks = max(1, min(blocks, len(a["times"]), len(b["times"])))
+    ta, tb = np.array_split(np.asarray(a["times"]), blocks), np.array_split(np.asarray(b["times"]), blocks)
+    r = [np.median(x) / np.median(y) for x, y in zip(ta, tb)]
+    return float(np.median(r)), float(np.min(r)), float(np.max(r))
 
 def interleaved(fns:dict, repeat:int, warmup:int=1) -> dict:
     "Seconds of each callable, run in turns (a, b, c, a, b, c, …) so that machine noise hits all of them alike."
@@ -163,15 +170,21 @@ def grad_rows(task, B:int, repeat:int, adapters:bool=True) -> list:
             for name, p in (("MLP (built-in)", mlp), ("logistic (built-in, linear)", lin)):
                 x = asarray(p.x0) + 0.01
                 Xe = x[None, None, :] + 0 * asarray(np.zeros((B, 1, 1)))
-                fns = dict(each=lambda: p.grad_each(Xe, bt), batched=lambda: p.full_grad(x[None, :], bt))
-                if hasattr(p, "clipped_sum"): fns["fused"] = lambda: p.clipped_sum(x, bt, CLIP)
-                t = interleaved(fns, repeat)
-                rows.append(dict(model=name, dtype=dtype, B=B, d=p.dim, **{k: v["median"] for k, v in t.items()}))
+                each, batched = (lambda: p.grad_each(Xe, bt)), (lambda: p.full_grad(x[None, :], bt))
+                t = (_paired(batched, lambda: p.clipped_sum(x, bt, CLIP), each, repeat) if hasattr(p, "clipped_sum") else
+                     interleaved(dict(each=each, batched=batched), repeat, warmup=repeat // 10))
+                rows.append(_row(name, dtype, B, p.dim, t))
     return rows + (_adapter_rows(task, B, repeat) if adapters else [])
 
+def _row(model:str, dtype:str, B:int, d:int, t:dict) -> dict:
+    "One table row: the medians, and the fused ratio's spread over stretches of the interleaved repeats."
+    row = dict(model=model, dtype=dtype, B=B, d=d, **{k: v["median"] for k, v in t.items()})
+    if "fused" in t: row["fused_blocks"] = block_ratios(t["fused"], t["batched"])
+    return row
+
 def _paired(batched, fused, each, repeat:int) -> dict:
-    "batched and fused interleaved; the slow materialized `each` timed apart (a 1-10 ms call just before leaves the next one cold)."
-    return {**interleaved(dict(batched=batched, fused=fused), repeat), **interleaved(dict(each=each), max(5, repeat // 10))}
+    "batched and fused interleaved after a warm-up (a process's first calls run cold); the slow materialized `each` timed apart (a 1-10 ms call just before leaves the next one cold)."
+    return {**interleaved(dict(batched=batched, fused=fused), repeat, warmup=repeat // 10), **interleaved(dict(each=each), max(5, repeat // 10))}
 
 def _adapter_rows(task, B:int, repeat:int) -> list:
     "from_torch / from_jax per-sample gradients (vmap(grad)) against one batched forward+backward in the same framework."
@@ -188,7 +201,7 @@ def _adapter_rows(task, B:int, repeat:int) -> list:
         def batched():
             net.zero_grad(); lossf(net(At).squeeze(-1), yt).mean().backward()
         t = _paired(batched, lambda: p.clipped_sum(x, bt, CLIP), lambda: p.grad_each(np.broadcast_to(x, (B, 1, p.dim)), bt), repeat)
-        out.append(dict(model="MLP via from_torch", dtype="float64", B=B, d=p.dim, **{k: v["median"] for k, v in t.items()}))
+        out.append(_row("MLP via from_torch", "float64", B, p.dim, t))
     if _have("jax"):
         import jax, jax.numpy as jnp
         from dpnotebooks.utility import mlp_problem
@@ -198,7 +211,7 @@ def _adapter_rows(task, B:int, repeat:int) -> list:
         xj, Aj, tj = jnp.asarray(x), jnp.asarray(A), jnp.asarray(bt.y)             # device arrays in, no host copies: the
         batched = lambda: g(xj, Aj, tj).block_until_ready()                         # cheapest reference (ours takes numpy)
         t = _paired(batched, lambda: p.clipped_sum(x, bt, CLIP), lambda: p.grad_each(np.broadcast_to(x, (B, 1, p.dim)), bt), repeat)
-        out.append(dict(model="MLP via from_jax", dtype="float64", B=B, d=p.dim, **{k: v["median"] for k, v in t.items()}))
+        out.append(_row("MLP via from_jax", "float64", B, p.dim, t))
     return out
 
 def _jax_bce(p, x, a, t):
@@ -271,21 +284,22 @@ def e2e_table(tasks, repeat:int, epsilon=1.0, delta=1e-5, epochs=3, B=64) -> lis
         print(lines[-1], flush=True)
     return lines + [""]
 
-GRAD_REPEAT = 200   # sub-millisecond calls: more repeats than the epoch tables for a steady median
+GRAD_REPEAT = 2000  # sub-millisecond calls: 200 repeats (30 ms) let one stretch of machine noise move a ratio from 1.3 to 2
 
 def grad_table(tasks, B:int, repeat:int) -> list:
     lines = [f"## Per-sample gradients against one batched forward+backward (B = {B} rows, one point, {max(GRAD_REPEAT, repeat)} interleaved repeats)", "",
              "Unavoidable work: one batched gradient of the same shapes (`full_grad` for the built-in models, autograd of the mean loss "
              "for the adapters). `each` = materialized per-sample gradients (`grad_each`); `fused` = the clipped per-sample sum "
-             "(`MLP.clipped_sum`; `FrameworkLoss.clipped_sum` for the adapters: ghost clipping of dense layers), what DP-SGD runs, from numpy arrays; the from_jax reference takes device arrays (no host copies), a conservative ratio. Target: ratio ≤ 1.5.", "",
-             "| task | model | dtype | dim | batched ms | grad_each ms | ratio | fused clipped sum ms | ratio |", "|---|---|---|---|---|---|---|---|---|"]
+             "(`MLP.clipped_sum`; `FrameworkLoss.clipped_sum` for the adapters: ghost clipping of dense layers), what DP-SGD runs, from numpy arrays; the from_jax reference takes device arrays (no host copies), a conservative ratio. `spread`: the fused ratio within each tenth of the repeats, min–max. Target: ratio ≤ 1.5.", "",
+             "| task | model | dtype | dim | batched ms | grad_each ms | ratio | fused clipped sum ms | ratio | spread |", "|---|---|---|---|---|---|---|---|---|---|"]
     for task in tasks:
         for r in grad_rows(task, min(B, len(task.train)), max(GRAD_REPEAT, repeat)):
             fu = r.get("fused")
             lines.append(f"| {task.name} | {r['model']} | {r['dtype']} | {r['d']} | {r['batched'] * 1e3:.3g} | {r['each'] * 1e3:.3g} | "
-                         f"{r['each'] / r['batched']:.2f} | {fu * 1e3:.3g} | {fu / r['batched']:.2f} |" if fu else
+                         f"{r['each'] / r['batched']:.2f} | {fu * 1e3:.3g} | {fu / r['batched']:.2f} | "
+                         f"{r['fused_blocks'][1]:.2f}–{r['fused_blocks'][2]:.2f} |" if fu else
                          f"| {task.name} | {r['model']} | {r['dtype']} | {r['d']} | {r['batched'] * 1e3:.3g} | {r['each'] * 1e3:.3g} | "
-                         f"{r['each'] / r['batched']:.2f} | - | - |")
+                         f"{r['each'] / r['batched']:.2f} | - | - | - |")
             print(lines[-1], flush=True)
     return lines + [""]
 

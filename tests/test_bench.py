@@ -98,4 +98,11 @@ def test_peer_grad_rows_set_per_sample_gradients_beside_one_batched_gradient():
     task = utility_task("breast-cancer")
     rows = peer.grad_rows(task, 16, repeat=1, adapters=False)
     assert {r["model"] for r in rows} == {"MLP (built-in)", "logistic (built-in, linear)"} and all(r["each"] > 0 and r["batched"] > 0 for r in rows)
-    assert all("fused" in r for r in rows if r["model"] == "MLP (built-in)")
+    assert all("fused" in r and len(r["fused_blocks"]) == 3 for r in rows if r["model"] == "MLP (built-in)")
+
+def test_peer_block_ratios_give_the_spread_of_a_ratio_over_stretches_of_repeats():
+    "A ratio of 2 in the first half of the repeats and 1 in the second: median over stretches between, min 1, max 2; one repeat is one stretch."
+    peer = _peer()
+    a, b = dict(times=[2.0] * 50 + [1.0] * 50), dict(times=[1.0] * 100)
+    assert peer.block_ratios(a, b) == (1.5, 1.0, 2.0)
+    assert peer.block_ratios(dict(times=[3.0]), dict(times=[1.5])) == (2.0, 2.0, 2.0)
