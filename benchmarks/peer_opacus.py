@@ -182,9 +182,9 @@ def _row(model:str, dtype:str, B:int, d:int, t:dict) -> dict:
     if "fused" in t: row["fused_blocks"] = block_ratios(t["fused"], t["batched"])
     return row
 
-def _paired(batched, fused, each, repeat:int) -> dict:
-    "batched and fused interleaved after a warm-up (a process's first calls run cold); the slow materialized `each` timed apart (a 1-10 ms call just before leaves the next one cold)."
-    return {**interleaved(dict(batched=batched, fused=fused), repeat, warmup=repeat // 10), **interleaved(dict(each=each), max(5, repeat // 10))}
+def _paired(batched, fused, each, repeat:int, **more) -> dict:
+    "batched, fused (and `more` references) interleaved after a warm-up (a process's first calls run cold); the slow materialized `each` timed apart (a 1-10 ms call just before leaves the next one cold)."
+    return {**interleaved(dict(batched=batched, fused=fused, **more), repeat, warmup=repeat // 10), **interleaved(dict(each=each), max(5, repeat // 10))}
 
 def _adapter_rows(task, B:int, repeat:int) -> list:
     "from_torch / from_jax per-sample gradients (vmap(grad)) against one batched forward+backward in the same framework."
@@ -210,8 +210,12 @@ def _adapter_rows(task, B:int, repeat:int) -> list:
         g = jax.jit(jax.grad(lambda q, A_, t_: jnp.mean(jax.vmap(lambda a, t: _jax_bce(p, q, a, t))(A_, t_))))
         xj, Aj, tj = jnp.asarray(x), jnp.asarray(A), jnp.asarray(bt.y)             # device arrays in, no host copies: the
         batched = lambda: g(xj, Aj, tj).block_until_ready()                         # cheapest reference (ours takes numpy)
-        t = _paired(batched, lambda: p.clipped_sum(x, bt, CLIP), lambda: p.grad_each(np.broadcast_to(x, (B, 1, p.dim)), bt), repeat)
-        out.append(_row("MLP via from_jax", "float64", B, p.dim, t))
+        from_host = lambda: np.asarray(g(x, A, bt.y))                               # like ours: numpy in, numpy out
+        t = _paired(batched, lambda: p.clipped_sum(x, bt, CLIP), lambda: p.grad_each(np.broadcast_to(x, (B, 1, p.dim)), bt), repeat,
+                    from_host=from_host, on_device=lambda: p._fns["clipped_sum"].packed(xj, Aj, tj, CLIP).block_until_ready())
+        out.append(_row("MLP via from_jax (ours from numpy, reference on device arrays)", "float64", B, p.dim, t))
+        out.append(_row("MLP via from_jax (both from numpy, as DP-SGD calls it)", "float64", B, p.dim, {**t, "batched": t["from_host"]}))
+        out.append(_row("MLP via from_jax (both on device arrays)", "float64", B, p.dim, {**t, "fused": t["on_device"]}))
     return out
 
 def _jax_bce(p, x, a, t):
@@ -290,7 +294,7 @@ def grad_table(tasks, B:int, repeat:int) -> list:
     lines = [f"## Per-sample gradients against one batched forward+backward (B = {B} rows, one point, {max(GRAD_REPEAT, repeat)} interleaved repeats)", "",
              "Unavoidable work: one batched gradient of the same shapes (`full_grad` for the built-in models, autograd of the mean loss "
              "for the adapters). `each` = materialized per-sample gradients (`grad_each`); `fused` = the clipped per-sample sum "
-             "(`MLP.clipped_sum`; `FrameworkLoss.clipped_sum` for the adapters: ghost clipping of dense layers), what DP-SGD runs, from numpy arrays; the from_jax reference takes device arrays (no host copies), a conservative ratio. `spread`: the fused ratio within each tenth of the repeats, min–max. Target: ratio ≤ 1.5.", "",
+             "(`MLP.clipped_sum`; `FrameworkLoss.clipped_sum` for the adapters: ghost clipping of dense layers), what DP-SGD runs, from numpy arrays. from_jax, timed in one interleaving: our clipped sum from numpy against the reference on device arrays (no host copies: a conservative ratio), both from numpy arrays to a numpy result (as DP-SGD calls it), and both on device arrays (the jitted computations alone); the last two are like for like. `spread`: the fused ratio within each tenth of the repeats, min–max. Target: ratio ≤ 1.5.", "",
              "| task | model | dtype | dim | batched ms | grad_each ms | ratio | fused clipped sum ms | ratio | spread |", "|---|---|---|---|---|---|---|---|---|---|"]
     for task in tasks:
         for r in grad_rows(task, min(B, len(task.train)), max(GRAD_REPEAT, repeat)):

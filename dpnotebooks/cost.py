@@ -202,6 +202,10 @@ def _counting(problem):
         setattr(q, name, g)
     wrap("value_each", "values", lambda: True); wrap("grad_each", "grads", lambda: True)
     if hasattr(problem, "psi"): wrap("psi", "values", lambda: not inside)   # KLT Alg. 4's one-product path: ψ on (b, m) margins
+    if getattr(problem, "clipped_sum", None) is not None:                  # DP-SGD's fused path: one gradient per sample of the batch
+        fused = problem.clipped_sum
+        def cs(x, batch, *a, **k): tally["grads"] += len(batch); return fused(x, batch, *a, **k)
+        q.clipped_sum = cs
     return q, tally
 
 # %% ../nbs/planning/35_cost.ipynb #73867bf5

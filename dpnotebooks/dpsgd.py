@@ -1,4 +1,4 @@
-"""Noisy stochastic gradient descent on per-sample clipped gradients (Abadi et al. 2016): plain (α = 0, the default of `minimize`), or on a nonsmooth loss through gradients at randomly perturbed points; shuffled batches priced without amplification, or Poisson batches priced with it; the MLP of the benchmarks with fused per-sample clipping (norms from b × h numbers, the clipped sum as two matrix products).
+"""Noisy stochastic gradient descent on per-sample clipped gradients (Abadi et al. 2016): plain (α = 0, the default of `minimize`), or on a nonsmooth loss through gradients at randomly perturbed points; shuffled batches priced without amplification, or Poisson batches priced with it; the MLP of the benchmarks with fused per-sample clipping (norms from b × h numbers, the clipped sum as two matrix products), as a linear model's is one (`problems`).
 
 Docs: https://dpnotebooks.github.io/dpnotebooks/algorithms/dpsgd.html.md"""
 

@@ -10,6 +10,8 @@ import math
 from pathlib import Path
 import numpy as np
 from .backend import get_xp, get_backend, get_dtype, get_device, asarray, to_numpy, vnorm, make_rng, einsum, take_rows
+from .clipping import Clipped, zero_nonfinite
+
 
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'BLOCK_ELEMENTS', 'PROBLEMS', 'Dataset', 'normalize_rows', 'scale_records',
@@ -507,6 +509,22 @@ def _saddle_phi(self) -> float:
     return float(to_numpy(saddle_base(self, self.x0[None, :]))[0]) + self.a
 
 Saddle.hess_each, Saddle.Phi = _saddle_hess_each, property(_saddle_phi)
+
+# %% ../nbs/core/04_problems.ipynb #fdba2573
+def _linear_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng=None) -> tuple:
+    "(Σ_i clip_C ∇f(x + y_i; ξ_i) (d,), Clipped counts) of a linear model, ∇f = ψ'(⟨a_i, x + y_i⟩, b_i)·a_i: norms |ψ'_i|·‖a_i‖, the sum Aᵀ(c ⊙ ψ')."
+    xp, A = get_xp(), batch.A
+    if Y is None and alpha != 0: Y = rng.ball((A.shape[0], 1), self.dim, alpha)[:, 0, :]      # the materialized path's draws
+    s = self.dpsi(A @ asarray(x) if Y is None else xp.vecdot(A, asarray(x) + Y), batch.y)
+    with np.errstate(over="ignore", invalid="ignore"): norm = xp.abs(s) * xp.sqrt(xp.vecdot(A, A))
+    nbad = 0
+    if not bool(xp.all(xp.isfinite(norm))):   # rare: a sample with a NaN or inf (or an overflowing norm) contributes 0 and is counted
+        Z, bad = zero_nonfinite(xp.concat([norm[:, None], s[:, None], A], axis=1), (1,))      # clip_rows' own zeroing
+        norm, s, A, nbad = Z[:, 0], Z[:, 1], Z[:, 2:], int(xp.count_nonzero(bad))
+    cs = xp.minimum(1.0, clip / xp.maximum(norm, xp.finfo(norm.dtype).smallest_normal)) * s
+    return cs @ A, Clipped(None, int(xp.count_nonzero(norm > clip * (1 + 1e-12))), int(s.shape[0]), nbad)
+
+LinearModel.clipped_sum = _linear_clipped_sum
 
 # %% ../nbs/core/04_problems.ipynb #dd75a508
 PROBLEMS = {P.name: P for P in (RobustRegression, PhaseRetrieval, ReluNet, SigmoidGLM, Logistic, Saddle)}

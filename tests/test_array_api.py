@@ -32,23 +32,24 @@ def test_every_algorithm_runs_on_the_backend_as_on_numpy(algorithm, backend_name
     assert json.dumps(got["privacy"]["events"], sort_keys=True, default=str) == json.dumps(ref["privacy"]["events"], sort_keys=True, default=str)
     assert (got["samples_used"], got["max_uses_per_sample"]) == (ref["samples_used"], ref["max_uses_per_sample"])
 
-# Two host/device mistakes a numpy run cannot see and a GPU run would die of, put back into dp-sgd's hot path on purpose:
-# the strict backend must catch each one, numpy must not (so the check above is a check, not a formality).
-def _host_sum(real):        # per-sample gradients reduced by a numpy call: an implicit device -> host transfer
-    def fo_grad_clipped(*a, **k):
-        G, c = real(*a, **k); return np.sum(G, axis=0, keepdims=True), c
-    return fo_grad_clipped
+# Two host/device mistakes a numpy run cannot see and a GPU run would die of, put back into dp-sgd's hot path on purpose
+# (on robust-regression, a linear model, the clipped sum in one product): the strict backend must catch each one, numpy
+# must not (so the check above is a check, not a formality).
+def _host_sum(real):        # the clipped sum passed through a numpy call: an implicit device -> host transfer
+    def clipped_sum(*a, **k):
+        S, c = real(*a, **k); return np.sum(S[None, :], axis=0), c
+    return clipped_sum
 
 def _hostless_zeros(real):  # an array created without device=: it lands on the default device, not the data's
-    def fo_grad_clipped(*a, **k):
-        G, c = real(*a, **k); xp = B.get_xp(); return G + xp.zeros(G.shape, dtype=G.dtype), c
-    return fo_grad_clipped
+    def clipped_sum(*a, **k):
+        S, c = real(*a, **k); xp = B.get_xp(); return S + xp.zeros(S.shape, dtype=S.dtype), c
+    return clipped_sum
 
 @pytest.mark.skipif("array-api-strict" not in B.available_backends(), reason=_WHY["array-api-strict"])
 @pytest.mark.parametrize("mistake, message", [(_host_sum, "Can't convert"), (_hostless_zeros, "different devices")])
 def test_the_strict_backend_catches_a_host_device_mistake(monkeypatch, mistake, message):
-    import dpnotebooks.dpsgd as D
+    from dpnotebooks.problems import LinearModel
     from dpnotebooks.faults import RunStopped
-    monkeypatch.setattr(D, "fo_grad_clipped", mistake(D.fo_grad_clipped))
+    monkeypatch.setattr(LinearModel, "clipped_sum", mistake(LinearModel.clipped_sum))
     _quiet(_reference, "dp-sgd")                                               # numpy: runs to the end
     with B.use_backend("array-api-strict"), pytest.raises(RunStopped, match=message): _quiet(_reference, "dp-sgd")

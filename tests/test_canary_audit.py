@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import dpnotebooks.cli as cli
 import dpnotebooks.clipping as clipping
+import dpnotebooks.problems as problems
 import importlib
 M = importlib.import_module("dpnotebooks.minimize")   # the module (the package binds the name `minimize` to the function)
 from dpnotebooks.canary_audit import canary_audit, canary_pair, api_runner, cli_runner, CANARIES
@@ -87,7 +88,9 @@ def test_catches_a_loss_on_the_private_data_in_the_json(monkeypatch):
     assert audit.violated and audit.worst[0] == "loss_x0", audit
 
 def test_catches_a_nan_that_passes_clipping_and_stops_the_run(monkeypatch):
-    monkeypatch.setattr(clipping, "zero_nonfinite", lambda G, axes: (G, np.zeros(G.shape[:G.ndim - len(axes)], bool)))
+    keep = lambda G, axes: (G, np.zeros(G.shape[:G.ndim - len(axes)], bool))
+    monkeypatch.setattr(clipping, "zero_nonfinite", keep)         # no zeroing in clip_rows
+    monkeypatch.setattr(problems, "zero_nonfinite", keep)         # nor in the linear models' clipped sum (dp-sgd's path here)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         audit = _dpsgd_audit("nan")

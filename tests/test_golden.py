@@ -1,7 +1,8 @@
 """Seeded runs of every registered algorithm repeat, bit for bit, the outputs recorded before the issue-19 refactor
 (tests/golden/record.py wrote tests/golden/seeded_outputs.json at commit aa568d1). The array-API port (issue 20) left all
-13 unchanged; dp-sgd's entry was re-recorded once, when issue 21 changed its defaults (Poisson sampling, batch, epochs,
-step size, alpha = 0): the other 12 are still the aa568d1 values."""
+13 unchanged; dp-sgd's entry was re-recorded when issue 21 changed its defaults (Poisson sampling, batch, epochs,
+step size, alpha = 0), and again when linear models got their fused clipped sum (issue 24 §3: the same steps, sums
+rounded in another order; x_out moved by at most 4.8e-15, the ledger not at all): the other 12 are still the aa568d1 values."""
 import json, warnings
 from pathlib import Path
 import pytest
