@@ -38,6 +38,7 @@ def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`; a `clippe
     xp, d, b = get_xp(), int(problem.dim), len(batch)
     rows, fused = max(1, int(chunk) // d), getattr(problem, "clipped_sum", None)
     if alpha != 0 and not getattr(problem, "clipped_sum_perturbs", True): fused = None   # a fused path at x only (04e_losses)
+    if getattr(x, "ndim", 1) != 1: fused = None      # an iterate with a leading trials axis (the audits' widened noise): grad_each broadcasts it
     dt, dev = get_dtype(), get_device()
     total, count = xp.zeros(d, dtype=dt, device=dev), ClipCounter()
     for lo in range(0, b, rows):
