@@ -26,7 +26,7 @@ __all__ = ['DPSGD_STREAM', 'clipped_grad_sum', 'MLP', 'ball_marginal', 'dpsgd_re
 # %% ../nbs/algorithms/13_dpsgd.ipynb #38fb7fa4
 DPSGD_STREAM = 0x7367  # first key ('sg') of DP-SGD's batch, perturbation and noise streams
 
-def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`; a `clipped_sum(x, batch, clip, Y, alpha, rng)` method, as `MLP` has, is used instead)
+def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`; a `clipped_sum(x, batch, clip, Y, alpha, rng)` method, as `MLP` and every `LinearModel` have, is used instead)
                      x, # the iterate x_t, shape (d,)
                      batch, # a `Dataset` of b ≥ 0 samples
                      clip:float, # per-sample gradient norm bound C
