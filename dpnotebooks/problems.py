@@ -12,7 +12,6 @@ import numpy as np
 from .backend import get_xp, get_backend, get_dtype, get_device, asarray, to_numpy, vnorm, make_rng, einsum, take_rows
 from .clipping import Clipped, zero_nonfinite
 
-
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'BLOCK_ELEMENTS', 'PROBLEMS', 'Dataset', 'normalize_rows', 'scale_records',
            'with_data', 'load_sklearn', 'LabelCodingWarning', 'load_file', 'check_points', 'Problem', 'LinearModel',
