@@ -14,8 +14,8 @@ from scipy.special import ndtri
 
 # %% auto #0
 __all__ = ['BACKENDS', 'NOISE_DTYPE', 'BackendUnavailableError', 'available_backends', 'set_backend', 'get_backend', 'get_xp',
-           'get_device', 'backend_dtype', 'get_dtype', 'use_backend', 'asarray', 'to_numpy', 'einsum', 'take_rows',
-           'vnorm', 'RNGState', 'RNG', 'SecureGenerator', 'make_rng']
+           'get_device', 'backend_dtype', 'get_dtype', 'use_backend', 'default_chunk', 'asarray', 'to_numpy', 'einsum',
+           'take_rows', 'vnorm', 'RNGState', 'RNG', 'SecureGenerator', 'make_rng']
 
 # %% ../nbs/core/00_backend.ipynb #7995f2a5
 class BackendUnavailableError(RuntimeError):
@@ -115,6 +115,11 @@ def use_backend(name:str, # 'numpy', 'cupy', 'torch' or 'array-api-strict'
     set_backend(name, dtype)
     try: yield get_xp()
     finally: _State.name, _State.dtype, _State.xp, _State.device = old
+
+# %% ../nbs/core/00_backend.ipynb #eaeb7165
+def default_chunk() -> int:
+    "The oracles' default block, in floats: 2^26 (512 MiB in float64) on cupy, 2^22 on the host backends."
+    return 2**26 if _State.name == "cupy" else 2**22
 
 # %% ../nbs/core/00_backend.ipynb #acd29476
 def _backend_from_env():

@@ -10,7 +10,7 @@ import json, math, os, platform, time, tracemalloc, warnings
 from pathlib import Path
 import numpy as np
 
-from .backend import available_backends, get_backend, get_dtype, get_xp, make_rng, use_backend, to_numpy
+from .backend import available_backends, default_chunk, get_backend, get_dtype, get_xp, make_rng, use_backend, to_numpy
 from .problems import ReluNet, RobustRegression, Dataset
 from .smoothing import two_point_differences
 from .zo_oracles import block_sizes, clipped_block_mean, zo_blocks
@@ -66,12 +66,12 @@ def _unavoidable_zo(problem, batch, m:int, rng, chunk:int, points:int=1):
     return out
 
 # %% ../nbs/experiments/80_bench.ipynb #8f80d822
-def bench_zo(problem_name:str, d:int, m:int, b:int, repeat:int=5, warmup:int=1, alpha:float=0.1, chunk:int=2**22,
+def bench_zo(problem_name:str, d:int, m:int, b:int, repeat:int=5, warmup:int=1, alpha:float=0.1, chunk:int|None=None, # None: the oracles' default_chunk()
              margins:bool=False, # robust-regression only: the opt-in one-product evaluation (`LinearModel.margins`)
              increment:bool=False, # time the two-point increment at (z, z_prev), shared directions, instead of the estimate at z
             ) -> dict:
     "The estimator step (or increment) against its unavoidable work, same shapes, same blocks: seconds and their ratio."
-    p = bench_problem(problem_name, d, b)
+    p, chunk = bench_problem(problem_name, d, b), default_chunk() if chunk is None else chunk
     if margins:
         if problem_name != "robust-regression": raise ValueError("`margins` applies to linear models only (robust-regression).")
         p.margins = True
@@ -97,7 +97,7 @@ def bench_tree(d:int, length:int=1024, repeat:int=3, warmup:int=1) -> dict:
     peak = None
     if get_backend() == "numpy":
         tracemalloc.start(); period(); peak = tracemalloc.get_traced_memory()[1]; tracemalloc.stop()
-    bound = (int(math.log2(length)) + 1) * d * get_dtype().itemsize
+    bound = (int(math.log2(length)) + 1) * d * (get_xp().finfo(get_dtype()).bits // 8)
     per = lambda x: {k: (v / length if k != "repeat" else v) for k, v in x.items()}
     return dict(kernel="tree", d=d, length=length, step=per(s), unavoidable=per(u), ratio=s["median"] / u["median"],
                 peak_bytes=peak, node_bytes_bound=bound, work="d Gaussians")

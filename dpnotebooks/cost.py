@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, time, warnings
 from typing import NamedTuple, Callable
 import numpy as np
-from .backend import asarray, get_backend, get_dtype, get_xp, make_rng
+from .backend import asarray, default_chunk, get_backend, get_dtype, get_xp, make_rng
 from .problems import Dataset, with_data
 from .registry import ALGORITHMS, get_algorithm
 from .smoothing import two_point_differences, zo_from_differences
@@ -113,7 +113,7 @@ class Counts(NamedTuple):
     fast: bool = False       # on KLT Alg. 4's fast path: timed with `Units.value_fast` and `draw_fast`
     bound: str = "exact"     # as in `Work`
 
-CHUNK = 2**22   # the oracles' `chunk`: the largest array of query points, in floats
+CHUNK = 2**22   # the first-order oracles' `chunk`: the largest array of query points, in floats (the ZO oracles': `default_chunk()`)
 
 def _periods(T:int, period:int) -> tuple: N1 = -(-T // period); return N1, T - N1
 
@@ -122,18 +122,18 @@ def _klt_zo(plan, B1:int, B2:int) -> Counts:
     "KLT Alg. 3 (B1, B2) and Alg. 4 (B1 = B2 = n): 2m values per sample at a start, 4m at an increment."
     o, d = plan.params, plan.d; N1, N2 = _periods(o.T, o.period); twice = 2 if o.directions == "independent" else 1
     return Counts(o.T, values=2 * o.m * (N1 * B1 + 2 * N2 * B2), draws=o.m * d * (N1 * B1 + twice * N2 * B2) + o.T * d,
-                  floats=min(CHUNK, 2 * o.m * d * max(B1, B2)))
+                  floats=min(default_chunk(), 2 * o.m * d * max(B1, B2)))
 
 def _klt_fo(plan) -> Counts:
     "KLT Alg. 5: one gradient per sample at a start (one ball point), 2m at an increment (m at z_t, m at z_{t−1})."
     o, d = plan.params, plan.d; N1, N2 = _periods(o.T, o.period); twice = 2 if o.directions == "independent" else 1
     return Counts(o.T, grads=N1 * o.B1 + 2 * o.m * N2 * o.B2, draws=(d + 1) * (N1 * o.B1 + twice * o.m * N2 * o.B2) + o.T * d,
-                  floats=min(CHUNK, 2 * o.m * d * o.B2 + d * o.B1))
+                  floats=min(default_chunk(), 2 * o.m * d * o.B2 + d * o.B1))
 
 def _ztc(plan) -> Counts:
     "ZTC Alg. 4: GRAD and DIFF both evaluate 2m points per sample, with m directions of d coordinates."
     o, d = plan.params, plan.d; N1, N2 = _periods(o.T, o.period); S = N1 * o.B1 + N2 * o.B2
-    return Counts(o.T, values=2 * o.m * S, draws=o.m * d * S + o.T * d, floats=min(CHUNK, 2 * o.m * d * max(o.B1, o.B2)))
+    return Counts(o.T, values=2 * o.m * S, draws=o.m * d * S + o.T * d, floats=min(default_chunk(), 2 * o.m * d * max(o.B1, o.B2)))
 
 def _naive(plan) -> Counts:
     "ZTC Alg. 6 (and its non-private twin): B = B2 samples, one direction, two points, and d noise per step."

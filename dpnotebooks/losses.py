@@ -146,25 +146,25 @@ def _torch():
     return torch, functional_call, vmap, grad
 
 # %% ../nbs/core/04e_losses.ipynb #f951a60d
-def _torch_flat(torch, params:dict):
-    "(flat float64 vector, unflatten: vector -> {name: tensor}) of a dict of parameter tensors."
+def _torch_flat(torch, params:dict, device="cpu"):
+    "(flat float64 vector, unflatten: vector -> {name: tensor} on `device`) of a dict of parameter tensors."
     names = list(params); shapes = [tuple(params[k].shape) for k in names]; sizes = [math.prod(s) for s in shapes]
     flat = torch.cat([params[k].detach().reshape(-1).to(torch.float64) for k in names])
     def unflatten(x):
-        x = torch.as_tensor(x, dtype=torch.float64)
+        x = torch.as_tensor(x, dtype=torch.float64, device=device)
         return {k: q.reshape(s) for k, q, s in zip(names, torch.split(x, sizes), shapes)}
     return flat, unflatten
 
 # %% ../nbs/core/04e_losses.ipynb #6279c5a3
-def _torch_fns(torch, vmap, grad, f, predict) -> dict:
-    "The four host functions (and `predict`) as double vmaps of f(x, a, y) and of torch.func.grad(f)."
+def _torch_fns(torch, vmap, grad, f, predict, device="cpu") -> dict:
+    "The four host functions (and `predict`) as double vmaps of f(x, a, y) and of torch.func.grad(f), run on `device`."
     g = grad(f)
     over_points = lambda h: vmap(vmap(h, (None, 0, 0)), (0, None, None))
     each = lambda h: vmap(vmap(h, (0, None, None)), (0, 0, 0))
-    T = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float64)
+    T = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float64, device=device)
     def host(h):
         def run(X, A, y):
-            with torch.no_grad(): return h(T(X), T(A), T(y)).numpy()
+            with torch.no_grad(): return h(T(X), T(A), T(y)).cpu().numpy()
         return run
     fns = dict(value=host(over_points(f)), grad=host(over_points(g)), value_each=host(each(f)), grad_each=host(each(g)))
     if predict is not None:
@@ -173,10 +173,10 @@ def _torch_fns(torch, vmap, grad, f, predict) -> dict:
     return fns
 
 # %% ../nbs/core/04e_losses.ipynb #fe0062a1
-def _module_loss(torch, functional_call, model, loss):
-    "(per-example loss fn(params, a, y), the float64 eval() copy's parameters, its output on one example, the copy)."
+def _module_loss(torch, functional_call, model, loss, device="cpu"):
+    "(per-example loss fn(params, a, y), the float64 eval() copy's parameters, its output on one example, the copy), on `device`."
     if loss is None: raise ValueError("from_torch with a Module needs `loss(output, y) -> scalar`, e.g. torch.nn.functional.binary_cross_entropy_with_logits.")
-    module = copy.deepcopy(model).to(torch.float64).eval()
+    module = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
     def out(q, a):                                        # the output on one example; a single logit becomes a scalar
         o = functional_call(module, q, (a[None],))[0]
         return o.squeeze(-1) if o.shape[-1:] == (1,) else o
@@ -190,6 +190,7 @@ def _ghost_layers(torch, module, p:int):
     owned = {id(q) for m in lins for q in m.parameters(recurse=False)}
     if not lins or any(id(q) not in owned for q in module.parameters()): return None
     probe, seen = torch.randn(3, p, dtype=torch.float64, generator=torch.Generator().manual_seed(0)), []
+    probe = probe.to(next(module.parameters()).device)
     hooks = [m.register_forward_hook(lambda m, i, o: seen.append((id(m), i[0].dim()))) for m in lins]
     try:
         with torch.no_grad(): batched, each = module(probe), torch.cat([module(probe[i:i + 1]) for i in range(3)])
@@ -207,10 +208,11 @@ def _batched_loss(torch, loss):
 
 # %% ../nbs/core/04e_losses.ipynb #87966691
 class _TorchGhost:
-    "Σ_i clip_C ∇ℓ_i of a dense-layer module from one batched forward and one backward (host: numpy in, numpy out)."
+    "Σ_i clip_C ∇ℓ_i of a dense-layer module from one batched forward and one backward (numpy in, numpy out; torch on the module's device)."
     def __init__(self, torch, module, loss, dtype:str="float64"):
         self.dtype = getattr(torch, dtype)                                 # the precision of the clipped sum (float32 on request)
         self.torch, self.module, self.loss, self.taps = torch, copy.deepcopy(module).to(self.dtype), _batched_loss(torch, loss), None
+        self.device = next(self.module.parameters()).device
         self.lins = [m for m in self.module.modules() if isinstance(m, torch.nn.Linear)]
         self.order, qs = [id(q) for q in self.module.parameters()], list(self.module.parameters())
         self.flat = torch.cat([q.detach().reshape(-1) for q in qs])       # the parameters become views of one vector: one copy a call
@@ -219,20 +221,21 @@ class _TorchGhost:
     def _tap(self, m, i, o):
         if self.taps is not None: self.taps.append((m, i[0], o))
     def grads(self, x, A, y) -> list:
-        "[(weight id, bias id or None, inputs a (b, in), ∂Σℓ/∂outputs g (b, out))] at the flat parameters x, as numpy."
-        torch = self.torch; T = lambda v: torch.as_tensor(np.asarray(v), dtype=self.dtype)
+        "[(weight id, bias id or None, inputs a (b, in), ∂Σℓ/∂outputs g (b, out))] at the flat parameters x, as tensors on the device."
+        torch = self.torch; T = lambda v: torch.as_tensor(np.asarray(v), dtype=self.dtype, device=self.device)
         with torch.no_grad(): self.flat.copy_(T(x))
         self.taps = []
         try:
             o = self.module(T(A)); o = o.squeeze(-1) if o.shape[-1:] == (1,) else o
             taps, gs = self.taps, torch.autograd.grad(self.loss(o, T(y)).sum(), [t[2] for t in self.taps])
         finally: self.taps = None
-        return [(id(m.weight), None if m.bias is None else id(m.bias), a.detach().numpy(), g.numpy()) for (m, a, _), g in zip(taps, gs)]
+        return [(id(m.weight), None if m.bias is None else id(m.bias), a.detach(), g) for (m, a, _), g in zip(taps, gs)]
 
 # %% ../nbs/core/04e_losses.ipynb #2c03eeb2
 def _ghost_call(self, x, A, y, clip:float) -> tuple:
-    "(clipped sum (dim,) numpy, rows clipped, rows zeroed as non-finite): norms in numpy (less overhead), products in torch."
-    taps = self.grads(x, A, y)
+    "(clipped sum (dim,) numpy, rows clipped, rows zeroed as non-finite): on the CPU norms in numpy (less overhead), products in torch."
+    if self.device.type != "cpu": return _ghost_call_device(self, x, A, y, clip)
+    taps = [(iw, ib, a.numpy(), g.numpy()) for iw, ib, a, g in self.grads(x, A, y)]
     with np.errstate(all="ignore"):
         n2 = sum((np.einsum("ij,ij->i", a, a) + (ib is not None)) * np.einsum("ij,ij->i", g, g) for _, ib, a, g in taps)
         bad = ~np.isfinite(n2); nbad = int(np.count_nonzero(bad))
@@ -249,6 +252,23 @@ def _ghost_call(self, x, A, y, clip:float) -> tuple:
 
 _TorchGhost.__call__ = _ghost_call
 
+# %% ../nbs/core/04e_losses.ipynb #2cee39af
+def _ghost_call_device(self, x, A, y, clip:float) -> tuple:
+    "`_ghost_call` on a GPU: the same clipped sum and counts, computed where the module lives; one copy back."
+    torch, taps = self.torch, self.grads(x, A, y)
+    n2 = sum(((a * a).sum(1) + (ib is not None)) * (g * g).sum(1) for _, ib, a, g in taps)
+    bad = ~torch.isfinite(n2); n2 = torch.where(bad, 0.0, n2)
+    c = torch.clamp(clip / torch.clamp(torch.sqrt(n2), min=torch.finfo(n2.dtype).tiny), max=1.0)
+    part = {}
+    for iw, ib, a, g in taps:
+        keep = ~bad[:, None]
+        cg, a = torch.where(keep, g * c[:, None], 0.0), torch.where(keep, a, 0.0)
+        part[iw] = cg.T @ a
+        if ib is not None: part[ib] = cg.sum(0)
+    counts = torch.stack([(n2 > (clip * (1 + 1e-12)) ** 2).sum(), bad.sum()]).cpu()
+    S = torch.cat([part[i].reshape(-1) for i in self.order]).cpu().numpy()
+    return S, int(counts[0]), int(counts[1])
+
 # %% ../nbs/core/04e_losses.ipynb #72d90c8f
 def _framework_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng=None) -> tuple:
     "(Σ_i clip_C ∇ℓ_i(x) (dim,), `Clipped` counts): the framework's one-pass path where it has one (α = 0 only)."
@@ -261,6 +281,17 @@ def _framework_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, 
 
 FrameworkLoss.clipped_sum, FrameworkLoss.clipped_sum_perturbs = _framework_clipped_sum, False
 
+# %% ../nbs/core/04e_losses.ipynb #e7cbac14
+def _torch_device(torch, device):
+    "`device` as a torch.device: 'cpu', or a CUDA device torch can use; a clear error otherwise."
+    try: dev = torch.device(device)
+    except (RuntimeError, TypeError) as err: raise ValueError(f"from_torch: device={device!r} is not a torch device ({err}). Pass 'cpu' or 'cuda'.") from err
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"from_torch: device={device!r}, but this PyTorch sees no CUDA GPU (torch.cuda.is_available() is False). "
+                         "Pass device='cpu' (the default), or use a CUDA build of PyTorch on a machine with a GPU.")
+    if dev.type not in ("cpu", "cuda"): raise ValueError(f"from_torch: device={device!r} is not supported. Pass 'cpu' or 'cuda'.")
+    return dev
+
 # %% ../nbs/core/04e_losses.ipynb #bd5610ac
 def from_torch(model, # a torch.nn.Module (its output on one example goes to `loss`), or fn(params, a, y) -> scalar
                data, # a `Dataset`, or a pair (features (n, p), targets (n,))
@@ -270,18 +301,19 @@ def from_torch(model, # a torch.nn.Module (its output on one example goes to `lo
                predict=None, # predict(params, a) -> scalar score (default for a Module: its output)
                smoothness:float|None=None, # a PUBLIC smoothness bound, for the smooth-loss algorithms (abggmu-*)
                dtype:str="float64", # precision of DP-SGD's clipped sum ('float32' on request); the rest runs in float64
+               device:str="cpu", # where torch computes: 'cpu', or 'cuda' (a GPU); arrays come in and go out as numpy either way
               ) -> FrameworkLoss:
     "A PyTorch per-example loss as a `Problem`: per-sample values and gradients by torch.func.vmap(grad(...)) on the flat parameters."
     torch, functional_call, vmap, grad = _torch()
-    module = None
-    if isinstance(model, torch.nn.Module): model, params, out, module = _module_loss(torch, functional_call, model, loss); predict = predict or out
+    device, module = _torch_device(torch, device), None
+    if isinstance(model, torch.nn.Module): model, params, out, module = _module_loss(torch, functional_call, model, loss, device); predict = predict or out
     elif params is None: raise ValueError("from_torch with a function needs `params`, its initial parameters {name: tensor}.")
-    flat, unflatten = _torch_flat(torch, params)
+    flat, unflatten = _torch_flat(torch, params, device)
     f = lambda x, a, y: model(unflatten(x), a, y)
     pr = None if predict is None else (lambda x, a: predict(unflatten(x), a))
-    fns = _torch_fns(torch, vmap, grad, f, pr)
+    fns = _torch_fns(torch, vmap, grad, f, pr, device)
     if module is not None and _ghost_layers(torch, module, _as_dataset(data).p): fns["clipped_sum"] = _TorchGhost(torch, module, loss, _check_dtype(dtype))
-    return _check_scalar(FrameworkLoss(data, L, flat.numpy(), fns, unflatten, "torch", smoothness, module))
+    return _check_scalar(FrameworkLoss(data, L, flat.cpu().numpy(), fns, unflatten, "torch", smoothness, module))
 
 # %% ../nbs/core/04e_losses.ipynb #3b750e68
 def _module_at(self, x):

@@ -8,7 +8,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/algorithms/zo_oracles.html.md"""
 from __future__ import annotations
 import math, numbers
 import numpy as np
-from .backend import get_xp, get_dtype, asarray, to_numpy, make_rng, NOISE_DTYPE
+from .backend import get_xp, get_dtype, asarray, to_numpy, make_rng, NOISE_DTYPE, default_chunk
 from .ledger import Ledger, Release
 from .clipping import Clipped, ClipCounter, clip_rows
 from .smoothing import two_point_differences, zo_from_differences
@@ -70,7 +70,7 @@ def _check_klt(problem, alpha, period, m, sigmas:dict, C1, C2, directions, chunk
     "Shared validation of the KLT oracles' hyperparameters (raises ValueError / TypeError naming the fix)."
     if not (hasattr(problem, "value_each") and hasattr(problem, "dim")): raise TypeError(f"`problem` must be a `Problem` (with `value_each`). Found {type(problem).__name__}.")
     if not (isinstance(alpha, numbers.Real) and math.isfinite(alpha) and alpha > 0): raise ValueError(f"`alpha` must be a positive finite smoothing radius. Found {alpha!r}.")
-    for name, v in dict(period=period, m=m, chunk=chunk, **batches).items(): _check_int(name, v)
+    for name, v in dict(period=period, m=m, **({} if chunk is None else dict(chunk=chunk)), **batches).items(): _check_int(name, v)
     for name, s in sigmas.items():
         if not (isinstance(s, numbers.Real) and math.isfinite(s) and s >= 0): raise ValueError(f"`{name}` must be a non-negative finite noise std (0: non-private). Found {s!r}.")
     for name, c in (("C1", C1), ("C2", C2)):
@@ -92,7 +92,7 @@ def _check_call(self, z, t):
 def _klt_store(self, problem, alpha, period, m, C1, C2, directions, chunk, rng):
     "Store the checked hyperparameters both KLT oracles share, and an empty run state (no g, no z_{t−1}, nothing clipped)."
     self.problem, self.dim, self.alpha, self.period, self.m = problem, problem.dim, float(alpha), int(period), int(m)
-    self.C1, self.C2, self.directions, self.chunk, self.rng = float(C1), float(C2), directions, int(chunk), make_rng(rng)
+    self.C1, self.C2, self.directions, self.chunk, self.rng = float(C1), float(C2), directions, int(default_chunk() if chunk is None else chunk), make_rng(rng)
     self.g, self.z_prev, self.t_last, self.clip = None, None, 0, ClipCounter()
 
 # %% ../nbs/algorithms/11_zo_oracles.ipynb #324f2a08
@@ -111,7 +111,7 @@ class KLTSinglePassOracle(TreeOracle):
                  C2:float, # clip bound on each per-sample increment (norm)
                  rng=None, # `RNG` or seed for the directions and the noise; None: OS entropy
                  directions:str="shared", # 'shared': the same m directions at z_t and z_{t−1}; 'independent': KLT's 2m
-                 chunk:int=2**22, # largest array of query points, in floats
+                 chunk:int|None=None, # largest array of query points, in floats (None: `default_chunk()`, by backend)
                 ):
         _check_klt(problem, alpha, period, m, dict(sigma=sigma), C1, C2, directions, chunk, B1=B1, B2=B2)
         if not hasattr(stream, "take"): raise TypeError(f"`stream` must be a `DataStream` (single-pass access). Found {type(stream).__name__}.")
@@ -171,7 +171,7 @@ class KLTMultiPassOracle(Oracle):
                  C2:float, # clip bound on each per-sample increment (norm)
                  rng=None, # `RNG` or seed for the directions and the noise; None: OS entropy
                  directions:str="shared", # 'shared': the same m directions at z_t and z_{t−1}; 'independent': KLT's 2m
-                 chunk:int=2**22, # largest array of query points, in floats
+                 chunk:int|None=None, # largest array of query points, in floats (None: `default_chunk()`, by backend)
                  fast:bool=True, # float32 directions and, for a linear model, one product with the data (False: the reference path)
                 ):
         _check_klt(problem, alpha, period, m, dict(sigma1=sigma1, sigma2=sigma2), C1, C2, directions, chunk)

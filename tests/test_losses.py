@@ -121,3 +121,29 @@ def test_building_a_loss_reads_no_data_and_an_overspending_run_is_refused_before
     prob = from_jax(lambda w, a, t: jnp.logaddexp(0.0, a @ w) - t * (a @ w), jnp.zeros(P), Untouchable(A, y), L=1.0)
     with pytest.raises(BudgetExceededError, match="Nothing was run"):
         minimize(prob, "dp-sgd", epsilon=1.0, delta=1e-5, alpha=0.01, seed=0, sigma=1e-3)
+
+needs_cuda = pytest.mark.skipif(torch is None or not torch.cuda.is_available(), reason="no CUDA GPU that PyTorch can use here")
+
+@needs_torch
+def test_torch_device_is_checked_before_anything_runs():
+    net = torch.nn.Linear(P, 1); bce = torch.nn.functional.binary_cross_entropy_with_logits
+    with pytest.raises(ValueError, match="Pass 'cpu' or 'cuda'"): from_torch(net, data(50), L=1.0, loss=bce, device="tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="device='cpu'"): from_torch(net, data(50), L=1.0, loss=bce, device="cuda")
+
+@needs_cuda
+def test_torch_on_cuda_gives_the_cpu_numbers_and_the_same_dp_sgd_run():
+    "from_torch(device='cuda'): per-sample values, gradients, the ghost clipped sum and a seeded DP-SGD run agree with the CPU's."
+    d = data(600); cpu = torch_mlp(d)
+    net = torch.nn.Sequential(torch.nn.Linear(P, H), torch.nn.ReLU(), torch.nn.Linear(H, 1))
+    gpu = from_torch(net, d, L=1.0, loss=torch.nn.functional.binary_cross_entropy_with_logits, device="cuda")
+    gpu.x0 = cpu.x0.copy()
+    X = cpu.x0 + 0.1 * np.random.default_rng(5).normal(size=(40, 1, cpu.dim))
+    b = cpu.data[:40]
+    assert np.allclose(gpu.value_each(X, b), cpu.value_each(X, b), rtol=0, atol=1e-10)
+    assert np.allclose(gpu.grad_each(X, b), cpu.grad_each(X, b), rtol=0, atol=1e-10)
+    for clip in (0.05, 10.0):
+        (S, k), (R, r) = gpu.clipped_sum(X[0, 0], b, clip), cpu.clipped_sum(X[0, 0], b, clip)
+        assert np.allclose(S, R, rtol=0, atol=1e-10) and (k.clipped, k.nonfinite) == (r.clipped, r.nonfinite)
+    a, c = (minimize(p, "dp-sgd", epsilon=1.0, delta=1e-5, alpha=0.0, seed=3) for p in (gpu, cpu))
+    assert a.ledger == c.ledger and np.allclose(a.x, c.x, rtol=0, atol=1e-8)
