@@ -4,7 +4,7 @@ thread count for both, interleaved repeats, median and spread, the ratios in one
 to end (calibration included) for both; and the per-sample gradients of the built-in models and of the torch/JAX adapters
 against one batched forward+backward of the same shapes.
 
-    .venv/bin/python benchmarks/peer_opacus.py [--quick] [--threads 2] [--repeat 7] [--out peer-opacus.md]
+    .venv/bin/python benchmarks/peer_opacus.py [--quick] [--threads 2] [--repeat 7] [--out peer-opacus.md] [--device cuda]
 
 Opacus and torch are optional, benchmark-only dependencies (`pip install 'dpnotebooks[bench]'`); without them the
 Opacus columns say so and the rest runs. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are removed from this process's
@@ -41,6 +41,7 @@ from dpnotebooks.dpsgd import MLP, dp_sgd
 from dpnotebooks.utility import utility_task
 
 HIDDEN, CLIP, SIGMA, LR = 32, 1.0, 1.0, 0.5
+DEVICE = "cpu"   # --device: 'cpu' (numpy; Opacus on the CPU) or 'cuda' (cupy; Opacus's model and data on the GPU)
 OURS = "fused"   # --ours: 'fused' (MLP.clipped_sum), 'materialized' (MLP.grad_each + clip_rows) or 'jax' (from_jax, 63_utility's MLP)
 
 class _Materialized(MLP): clipped_sum = None
@@ -87,13 +88,21 @@ def poisson_epoch(n:int, B:int) -> tuple:
     steps = math.ceil(n / B)
     return steps, max(1, round(n / steps))
 
+def _backend() -> str: return "cupy" if DEVICE == "cuda" else "numpy"
+
+def _sync():
+    "Wait for the GPU, so that a timer sees the work and not its launch (nothing on the CPU)."
+    if DEVICE != "cuda": return
+    import torch, cupy
+    cupy.cuda.Device().synchronize(); torch.cuda.synchronize()
+
 def ours_epoch(task, B:int, alpha:float, dtype:str, seed:int=0):
-    "One DP-SGD epoch (Poisson sampling, Opacus's steps and rate) on dpnotebooks' MLP, in `dtype`."
+    "One DP-SGD epoch (Poisson sampling, Opacus's steps and rate) on dpnotebooks' MLP, in `dtype`, on numpy (or cupy with --device cuda)."
     steps, q_n = poisson_epoch(len(task.train), B)
     def run():
-        with use_backend("numpy", dtype):
+        with use_backend(_backend(), dtype):
             p = our_mlp(task)
-            dp_sgd(p, p.data, steps, q_n, LR, CLIP, SIGMA, alpha=alpha, sampling="poisson", rng=seed)
+            dp_sgd(p, p.data, steps, q_n, LR, CLIP, SIGMA, alpha=alpha, sampling="poisson", rng=seed); _sync()
     return run
 
 def clear_caches():
@@ -108,19 +117,20 @@ def ours_end_to_end(task, epsilon:float, delta:float, epochs:int, B:int):
     from dpnotebooks.minimize import minimize
     def run():
         clear_caches()
-        p = our_mlp(task)
-        minimize(p, "dp-sgd", epsilon=epsilon, delta=delta, alpha=0.0, seed=0, batch_size=B, epochs=epochs)
+        with use_backend(_backend()):
+            p = our_mlp(task)
+            minimize(p, "dp-sgd", epsilon=epsilon, delta=delta, alpha=0.0, seed=0, batch_size=B, epochs=epochs); _sync()
     return run
 
 # ---------------------------------------------------------------- Opacus side
 
 def _torch_mlp(torch, d:int):
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(d, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 1))
+    return torch.nn.Sequential(torch.nn.Linear(d, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 1)).to(DEVICE)
 
 def _loader(torch, task, B:int):
-    A = torch.as_tensor(to_numpy(task.train.A), dtype=torch.float32)
-    y = torch.as_tensor((to_numpy(task.train.y) > 0).astype(np.float32))
+    A = torch.as_tensor(to_numpy(task.train.A), dtype=torch.float32, device=DEVICE)
+    y = torch.as_tensor((to_numpy(task.train.y) > 0).astype(np.float32), device=DEVICE)
     return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(A, y), batch_size=B)
 
 def _train(torch, model, opt, loader):
@@ -141,7 +151,7 @@ def opacus_epoch(task, B:int):
         warnings.simplefilter("ignore")
         model, opt, loader = PrivacyEngine().make_private(module=model, optimizer=opt, data_loader=_loader(torch, task, B),
                                                           noise_multiplier=SIGMA, max_grad_norm=CLIP, poisson_sampling=True)
-    return lambda: _train(torch, model, opt, loader)
+    return lambda: (_train(torch, model, opt, loader), _sync())
 
 def opacus_end_to_end(task, epsilon:float, delta:float, epochs:int, B:int):
     "A short private run with Opacus: make_private_with_epsilon (its calibration) and the training epochs."
@@ -155,6 +165,7 @@ def opacus_end_to_end(task, epsilon:float, delta:float, epochs:int, B:int):
                 module=model, optimizer=opt, data_loader=_loader(torch, task, B), target_epsilon=epsilon, target_delta=delta,
                 epochs=epochs, max_grad_norm=CLIP, poisson_sampling=True)
             for _ in range(epochs): _train(torch, model, opt, loader)
+            _sync()
     return run
 
 # ---------------------------------------------------------------- per-sample gradients against one forward+backward
@@ -237,6 +248,8 @@ def machine(threads:int) -> dict:
     out = dict(cpu=cpu, cores=os.cpu_count(), threads=threads, numpy=np.__version__, blas_kernel=blas,
                unset=", ".join(UNSET) if UNSET else f"none set ({', '.join(_BLAS_VARS)} absent)",
                load=" ".join(f"{x:.2f}" for x in os.getloadavg()), gpu="no GPU was available: no GPU rows measured")
+    if DEVICE == "cuda":
+        import torch, cupy; out["gpu"] = f"{torch.cuda.get_device_name(0)}: dpnotebooks on cupy {cupy.__version__}, Opacus's model and data on CUDA"
     if _have("torch"):
         import torch; out["torch"] = f"{torch.__version__} ({torch.get_num_threads()} threads)"
     if _have("opacus"):
@@ -315,14 +328,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="peer-opacus.md", help="the markdown report (default ./peer-opacus.md)")
     ap.add_argument("--ours", choices=["fused", "materialized", "jax"], default="fused", help="dpnotebooks' MLP (before/after comparisons)")
     ap.add_argument("--skip", default="", help="comma-separated sections to skip: epoch,e2e,grad")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="cuda: dpnotebooks on cupy, Opacus on the GPU (epoch and e2e only)")
     a = ap.parse_args(argv)
     repeat = 3 if a.quick else a.repeat
-    global OURS; OURS = a.ours
+    global OURS, DEVICE; OURS, DEVICE = a.ours, a.device
+    if DEVICE == "cuda":
+        from dpnotebooks.backend import available_backends
+        if "cupy" not in available_backends(): raise SystemExit("--device cuda needs a CUDA GPU with cupy (and torch with CUDA for Opacus).")
+        if OURS == "jax": raise SystemExit("--device cuda runs dpnotebooks' own MLP on cupy: use --ours fused or materialized.")
     if _have("torch"):
         import torch; torch.set_num_threads(a.threads)
     tasks = [utility_task("breast-cancer")] + ([] if a.quick else [utility_task("digits")])
     batches = (64, 256) if a.quick else (64, 256, 1024)
-    skip = set(a.skip.split(","))
+    skip = set(a.skip.split(",")) | ({"grad"} if DEVICE == "cuda" else set())     # the gradient rows are the CPU's (benchmarks/gpu.py has the GPU's)
     m = machine(a.threads)
     lines = ["# DP-SGD against Opacus", "", f"Written by `benchmarks/peer_opacus.py {' '.join(sys.argv[1:])}`.", "",
              "| machine | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in m.items()] + [""]

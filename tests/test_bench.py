@@ -106,3 +106,17 @@ def test_peer_block_ratios_give_the_spread_of_a_ratio_over_stretches_of_repeats(
     a, b = dict(times=[2.0] * 50 + [1.0] * 50), dict(times=[1.0] * 100)
     assert peer.block_ratios(a, b) == (1.5, 1.0, 2.0)
     assert peer.block_ratios(dict(times=[3.0]), dict(times=[1.5])) == (2.0, 2.0, 2.0)
+
+def test_gpu_benchmarks_measure_no_gpu_figure_without_a_gpu(tmp_path):
+    "benchmarks/gpu.py on small shapes: numpy rows only where no GPU is usable, each GPU section named as skipped; --device cuda refuses clearly."
+    import subprocess, sys
+    from dpnotebooks.backend import available_backends
+    if "cupy" in available_backends(): pytest.skip("a GPU is usable here: benchmarks/gpu.py measures it (see benchmarks/gpu_results.md)")
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"), "--quick", "--repeat", "1", "--sections", "zo,gemm,torch", "--out", str(tmp_path)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    md = (tmp_path / "gpu.md").read_text()
+    assert "| robust-regression | numpy | float64 |" in md and "| cupy |" not in md and "cupy rows skipped: no usable CUDA GPU" in md
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peer_opacus.py"), "--device", "cuda", "--quick", "--out", str(tmp_path / "p.md")],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode != 0 and "--device cuda needs a CUDA GPU with cupy" in res.stderr and not (tmp_path / "p.md").exists()
