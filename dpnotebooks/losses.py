@@ -32,7 +32,7 @@ class FrameworkLoss(Problem):
         super().__init__(_as_dataset(data), len(x0), check_positive("L", L), np.asarray(x0, dtype=float), smoothness=smoothness)
         self._fns, self.unflatten, self.framework, self._module = fns, unflatten, framework, module
         self.classifier = "predict" in fns                # `dpnb run` reports accuracy for a loss with a predictor
-    def _call(self, name, X, batch):   # the framework runs on the host: device arrays in -> numpy -> framework -> the active backend
+    def _call(self, name, X, batch):   # numpy between us and the framework (on its own device: from_torch's `device`): in -> numpy -> framework -> the active backend
         return asarray(self._fns[name](to_numpy(X), to_numpy(batch.A), to_numpy(batch.y)))
     def value(self, X, batch): return self._call("value", X, batch)
     def grad(self, X, batch): return self._call("grad", X, batch)

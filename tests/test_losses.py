@@ -142,8 +142,24 @@ def test_torch_on_cuda_gives_the_cpu_numbers_and_the_same_dp_sgd_run():
     b = cpu.data[:40]
     assert np.allclose(gpu.value_each(X, b), cpu.value_each(X, b), rtol=0, atol=1e-10)
     assert np.allclose(gpu.grad_each(X, b), cpu.grad_each(X, b), rtol=0, atol=1e-10)
+    bad = _with_nonfinite_rows(b)
     for clip in (0.05, 10.0):
-        (S, k), (R, r) = gpu.clipped_sum(X[0, 0], b, clip), cpu.clipped_sum(X[0, 0], b, clip)
-        assert np.allclose(S, R, rtol=0, atol=1e-10) and (k.clipped, k.nonfinite) == (r.clipped, r.nonfinite)
+        (S, k), (R, r) = gpu.clipped_sum(X[0, 0], bad, clip), cpu.clipped_sum(X[0, 0], bad, clip)
+        assert np.allclose(S, R, rtol=0, atol=1e-10) and (k.clipped, k.nonfinite) == (r.clipped, r.nonfinite) == (k.clipped, 2)
     a, c = (minimize(p, "dp-sgd", epsilon=1.0, delta=1e-5, alpha=0.0, seed=3) for p in (gpu, cpu))
     assert a.ledger == c.ledger and np.allclose(a.x, c.x, rtol=0, atol=1e-8)
+
+def _with_nonfinite_rows(batch):
+    "The batch with a NaN in row 3 and an inf in row 7: each must be zeroed and counted, never reach the sum."
+    from dpnotebooks.problems import Dataset
+    A = np.array(batch.A, dtype=float); A[3, 1], A[7, 0] = np.nan, np.inf
+    return Dataset(A, np.asarray(batch.y))
+
+@needs_torch
+def test_the_gpu_ghost_path_gives_the_cpu_paths_sum_and_counts():
+    "`_ghost_call_device`, what a CUDA module runs, checked here on CPU tensors against `_ghost_call`: the same clipped sum, clip and non-finite counts."
+    from dpnotebooks.losses import _ghost_call, _ghost_call_device
+    pt = torch_mlp(); ghost, b = pt._fns["clipped_sum"], _with_nonfinite_rows(pt.data[:64]); x = pt.x0 + 0.1
+    for clip in (0.05, 10.0):
+        S, k, nb = _ghost_call_device(ghost, x, b.A, b.y, clip); R, rk, rb = _ghost_call(ghost, x, b.A, b.y, clip)
+        assert np.isfinite(S).all() and np.allclose(S, R, rtol=0, atol=1e-12) and (k, nb) == (rk, rb) and nb == 2
