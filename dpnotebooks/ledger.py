@@ -14,7 +14,7 @@ from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDp
 from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from dp_accounting.pld import PLDAccountant
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
+from dp_accounting.pld import privacy_loss_distribution as pld_lib, privacy_loss_mechanism
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 from dp_accounting.pld.pld_pmf import SparsePLDPmf
 from scipy.optimize import brentq
@@ -133,6 +133,24 @@ def replace_one_poisson_rdp(q:float, # sampling rate
     a = np.asarray(orders, dtype=float)
     return (a - 0.5) / (a - 1) * addremove_poisson_rdp(q, z, 2 * a) + addremove_poisson_rdp(q, z, 2 * a - 1)
 
+# %% ../nbs/privacy/01a_ledger.ipynb #4aa9cabc
+class _GaussianLoss(privacy_loss_mechanism.GaussianPrivacyLoss):
+    "dp-accounting's Gaussian privacy loss; at q = 1 (replace-one) `get_delta_for_epsilon` maps a grid of ε in one array expression."
+    def get_delta_for_epsilon(self, epsilon):
+        if np.ndim(epsilon) == 0 or self.sampling_prob != 1.0 or self.adjacency_type != privacy_loss_mechanism.AdjacencyType.REPLACE:
+            return super().get_delta_for_epsilon(epsilon)
+        eps = np.asarray(epsilon, dtype=float)
+        x = -eps * self._standard_deviation**2 / self.sensitivity / 2        # inverse_privacy_loss at q = 1, term by term
+        return np.clip(self.mu_upper_cdf(x) - np.exp(eps + self.mu_lower_log_cdf(x)), 0, 1)
+
+def _gaussian_pld(sigma:float, vdi:float) -> PrivacyLossDistribution:
+    "`pld_lib.from_gaussian_mechanism(sigma, value_discretization_interval=vdi, neighboring_relation=REPLACE_ONE)`, bit for bit."
+    build = getattr(pld_lib, "_create_pld_pmf_from_monotone_privacy_loss", None)
+    if build is None: return pld_lib.from_gaussian_mechanism(sigma, value_discretization_interval=vdi, neighboring_relation=NeighboringRelation.REPLACE_ONE)
+    loss = _GaussianLoss(sigma, sensitivity=1, pessimistic_estimate=True, log_mass_truncation_bound=-50, sampling_prob=1.0,
+                         adjacency_type=privacy_loss_mechanism.AdjacencyType.REPLACE)
+    return PrivacyLossDistribution(build(loss, pessimistic_estimate=True, value_discretization_interval=vdi, use_connect_dots=True))
+
 # %% ../nbs/privacy/01a_ledger.ipynb #feb9b6b7
 def _self_composed(pld, count:int):
     "`pld` composed `count` times: dp-accounting's own rule (sparse up to 1000 points, dense beyond), without the integer size**count it builds to decide."
@@ -147,7 +165,7 @@ def _pld_epsilon(gauss:float, sampled:list, delta:float) -> float:
     spread = 40 * (math.sqrt(sum(r.count * s * s for r, s in zip(sampled, step))) + math.sqrt(gauss)) + sum(r.count * s * s for r, s in zip(sampled, step))
     if spread / vdi > PLD_MAX_POINTS or min(r.sigma / r.sensitivity for r in sampled) < 0.2: return math.inf
     pld = pld_lib.identity(value_discretization_interval=vdi)            # what PLDAccountant.compose builds, event by event
-    if gauss > 0: pld = pld.compose(pld_lib.from_gaussian_mechanism(2 / math.sqrt(gauss), value_discretization_interval=vdi, neighboring_relation=NeighboringRelation.REPLACE_ONE))
+    if gauss > 0: pld = pld.compose(_gaussian_pld(2 / math.sqrt(gauss), vdi))
     for r in sampled:
         one = pld_lib.from_gaussian_mechanism(r.sigma / r.sensitivity, value_discretization_interval=vdi, sampling_prob=r.sampling_rate, neighboring_relation=NeighboringRelation.REPLACE_ONE)
         pld = pld.compose(_self_composed(one, r.count))
@@ -272,21 +290,21 @@ def _gdp_gap(e:float, epsilon:float, delta:float) -> float:
     return math.inf if e == math.inf else -math.inf if e <= 0 else math.log(gdp_mu(e, delta) / gdp_mu(epsilon, delta))
 
 def _search_gdp(cost, epsilon:float, delta:float, c:float, iters:int=40) -> float:
-    "A c with cost(c) ≤ ε at the root to about 7 digits: secant steps on log μ(cost) against log c inside a bracket, bisection as fallback."
-    lo, hi, prev = -math.inf, math.inf, None                           # cost > ε at lo, ≤ ε at hi
-    x = math.log(c); fx = _gdp_gap(cost(c), epsilon, delta)
+    "A c with cost(c) ≤ ε at the root to 7 digits: secant steps on log μ(cost) against log c inside a bracket, bisection as fallback. Every point is rounded up before it is evaluated, so the one returned is where the caller checks."
+    lo, hi, at_hi, prev = -math.inf, math.inf, None, None              # cost > ε at lo, ≤ ε at hi = log(at_hi)
+    at = round_up(c)
     for _ in range(iters):
+        x, fx = math.log(at), _gdp_gap(cost(at), epsilon, delta)
         if fx > 0: lo = max(lo, x)
-        else: hi = min(hi, x)
+        elif x < hi: hi, at_hi = x, at
         slope = (fx - prev[1]) / (x - prev[0]) if prev and math.isfinite(fx + prev[1]) and fx != prev[1] else -1.0   # −1: a Gaussian
         nxt = x - fx / slope if math.isfinite(fx) else x + (1.0 if fx > 0 else -1.0)
-        if math.isfinite(hi) and lo < nxt and math.log(round_up(math.exp(nxt))) >= hi: return math.exp(hi)   # the root rounds up to a point that fits
+        if at_hi is not None and lo < nxt and round_up(math.exp(nxt)) >= at_hi: return at_hi   # the root rounds up to a point that fits
         if not lo < nxt < hi: nxt = (lo + hi) / 2 if math.isfinite(lo + hi) else (lo + 1.0 if math.isfinite(lo) else hi - 1.0)
-        cand = math.log(round_up(math.exp(nxt)))
-        prev, x = (x, fx), (cand if abs(nxt - x) < 1e-6 else nxt)       # near the root: evaluate where the caller checks
-        fx = _gdp_gap(cost(math.exp(x)), epsilon, delta)
-    if math.isfinite(hi): return math.exp(hi)
-    raise ValueError(f"No noise factor meets epsilon = {epsilon} (the search stopped at c = {math.exp(x):.4g}).")
+        at, prev = round_up(math.exp(nxt)), (x, fx)
+        if at_hi is not None and at >= at_hi: return at_hi                 # the bracket is narrower than the rounding
+    if at_hi is not None: return at_hi
+    raise ValueError(f"No noise factor meets epsilon = {epsilon} (the search stopped at c = {at:.4g}).")
 
 # %% ../nbs/privacy/01a_ledger.ipynb #6f851f23
 def _check_accountant(accountant:str):

@@ -207,9 +207,10 @@ def epsilon_of(event:DpEvent, # what was released: Gaussian events (composed, se
 
 # %% ../nbs/privacy/01_privacy.ipynb #51c3bf1f
 def round_up(x:float, digits:int=7) -> float:
-    "x rounded up to `digits` significant digits."
+    "x rounded up to `digits` significant digits; idempotent (a rounded value stays put, though `x * scale` may round above its integer)."
     scale = 10.0 ** (digits - 1 - math.floor(math.log10(x)))
-    return math.ceil(x * scale) / scale
+    k = math.ceil(x * scale)
+    return (k - 1) / scale if (k - 1) / scale >= x else k / scale
 
 # %% ../nbs/privacy/01_privacy.ipynb #c8d68d09
 def calibrate(make_event:Callable[[float], DpEvent], # sigma -> the DpEvent of the whole run at noise sigma
