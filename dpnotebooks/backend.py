@@ -15,7 +15,7 @@ from scipy.special import ndtri
 # %% auto #0
 __all__ = ['BACKENDS', 'NOISE_DTYPE', 'BackendUnavailableError', 'available_backends', 'set_backend', 'get_backend', 'get_xp',
            'get_device', 'backend_dtype', 'get_dtype', 'use_backend', 'default_chunk', 'asarray', 'to_numpy', 'einsum',
-           'take_rows', 'vnorm', 'RNGState', 'RNG', 'SecureGenerator', 'make_rng']
+           'take_rows', 'vnorm', 'norms_last', 'RNGState', 'RNG', 'SecureGenerator', 'make_rng']
 
 # %% ../nbs/core/00_backend.ipynb #7995f2a5
 class BackendUnavailableError(RuntimeError):
@@ -176,6 +176,10 @@ def vnorm(v) -> float:
     xp = get_xp()
     return float(np.linalg.norm(v) if xp is np else xp.linalg.vector_norm(v))
 
+def norms_last(G):
+    "‖g‖ along the last axis, kept: √Σg², on numpy the very sum `linalg.vector_norm` takes (the same bits) without its 3 µs of argument handling."
+    xp = get_xp(); return xp.sqrt(xp.sum(G * G, axis=-1, keepdims=True))
+
 # %% ../nbs/core/00_backend.ipynb #c72b0478
 class RNGState(NamedTuple):
     "Everything needed to reproduce an `RNG`'s future draws."
@@ -240,8 +244,20 @@ def _secure_key(rng) -> bytes:
 
 
 # %% ../nbs/core/00_backend.ipynb #403d9c17
+_POOL = 4   # SeedSequence's pool size: the root entropy's words are padded to it before a spawn key's
+
+def _words(n:int) -> list:
+    "A non-negative int as little-endian 32-bit words, as SeedSequence reads it (0 is one word)."
+    out = [n & 0xFFFFFFFF]; n >>= 32
+    while n: out.append(n & 0xFFFFFFFF); n >>= 32
+    return out
+
 def _seed_sequence(rng:RNG) -> np.random.SeedSequence:
-    return np.random.SeedSequence(rng.entropy, spawn_key=rng.path + (rng.counter,))
+    "`SeedSequence(entropy, spawn_key=path + (counter,))`, given the words it assembles from them (the same state, half the time)."
+    key = rng.path + (rng.counter,)
+    if rng.entropy < 0 or not all(0 <= k < 2**32 for k in key): return np.random.SeedSequence(rng.entropy, spawn_key=key)
+    run = _words(rng.entropy)
+    return np.random.SeedSequence(np.array(run + [0] * (_POOL - len(run)) + list(key), dtype=np.uint32))
 
 def _next_generator(rng:RNG):
     "The generator for the next draw (cupy's on cupy, numpy's on the host otherwise); advances the counter."
@@ -298,7 +314,7 @@ RNG.uniform, RNG.integers = _uniform, _integers
 def _sphere(self, n:int, d:int, dtype=None):
     "`n` points uniform on the unit sphere S^{d-1}, shape (n, d) (leading dims: pass a tuple for `n`), in `dtype` (default: the active one)."
     g = self.normal(_shape(n) + (d,), dtype=dtype)
-    return g / get_xp().linalg.vector_norm(g, axis=-1, keepdims=True)
+    return g / norms_last(g)
 
 def _ball(self, n:int, d:int, r:float=1.0):
     "`n` points uniform in the ball B_r of R^d, shape (n, d) (leading dims: pass a tuple for `n`)."

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, numbers, warnings
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, vnorm
+from .backend import get_xp, asarray, to_numpy, vnorm, norms_last
 from .validation import check_bound
 from .smoothing import two_point_differences, shifted_differences, zo_from_differences
 
@@ -58,17 +58,17 @@ def row_norms(G, # vectors, shape (..., d)
              ): # their Euclidean norms, shape (..., 1), without overflow for finite rows
     "‖g‖ along the last axis, rescaled by max |g_j| where the plain norm overflows (finite rows only)."
     xp = get_xp()
-    with np.errstate(over="ignore"): norms = xp.linalg.vector_norm(G, axis=-1, keepdims=True)
+    with np.errstate(over="ignore"): norms = norms_last(G)
     if bool(xp.all(xp.isfinite(norms))): return norms
     m = xp.max(xp.abs(G), axis=-1, keepdims=True)
-    return m * xp.linalg.vector_norm(G / xp.maximum(m, xp.finfo(G.dtype).smallest_normal), axis=-1, keepdims=True)
+    return m * norms_last(G / xp.maximum(m, xp.finfo(G.dtype).smallest_normal))
 
 def clip_rows(G, # per-sample vectors, shape (..., d): clipped along the last axis
               bound:float, # the norm bound (the declared L for gradients)
              ) -> Clipped:
     "Scale every row of `G` with norm above `bound` down to norm `bound`; rows holding NaN or inf become 0 (per-sample clipping)."
     check_bound(bound); xp, bound, G = get_xp(), _bound(bound), asarray(G)
-    with np.errstate(over="ignore", invalid="ignore"): norms = xp.linalg.vector_norm(G, axis=-1, keepdims=True)
+    with np.errstate(over="ignore", invalid="ignore"): norms = norms_last(G)
     nonfinite = 0                                 # all norms finite: no row holds a NaN or inf (one would make its norm non-finite)
     if not bool(xp.all(xp.isfinite(norms))):
         G, bad = zero_nonfinite(G, (-1,)); norms, nonfinite = row_norms(G), _count(bad)

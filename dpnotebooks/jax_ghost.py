@@ -388,11 +388,11 @@ def bucket_size(b:int) -> int:
 def _on_host(packed, bucket:bool):
     "clipped_sum(x, A, y, clip) -> (S numpy, n_clipped, n_nonfinite), the batch zero-padded to `bucket_size` if `bucket`."
     def clipped_sum(x, A, y, clip):
-        b = np.shape(A)[0]; B = bucket_size(b) if bucket else b
-        if B != b:                                            # pad with zero rows, masked out inside
+        if not bucket: out = np.asarray(packed(x, A, y, clip))
+        else:                                                 # always with its row count: a bucket compiles once, full or padded
+            b = np.shape(A)[0]; B = bucket_size(b)
             pad = lambda v: np.concatenate([np.asarray(v), np.zeros((B - b,) + np.shape(v)[1:], np.asarray(v).dtype)])
-            out = np.asarray(packed(x, pad(A), pad(y), clip, np.int32(b)))
-        else: out = np.asarray(packed(x, A, y, clip))
+            out = np.asarray(packed(x, pad(A), pad(y), clip, np.int32(b)) if B != b else packed(x, A, y, clip, np.int32(b)))
         n = out.shape[0] - 2
         return out[:n], int(out[n]), int(out[n + 1])
     clipped_sum.packed = packed

@@ -43,7 +43,9 @@ class Dataset:
     def __getitem__(self, idx):
         "Rows `idx`: a slice, integer indices (host or device) or a boolean mask; the rows stay on the device."
         if isinstance(idx, slice): return self._rows(self.A[idx, ...], self.y[idx])
-        if getattr(idx, "dtype", None) is not None and str(idx.dtype).rsplit(".", 1)[-1] == "bool":
+        if isinstance(idx, np.ndarray): is_mask = idx.dtype == np.bool_     # the common case, without naming the dtype (15 µs)
+        else: is_mask = getattr(idx, "dtype", None) is not None and str(idx.dtype).rsplit(".", 1)[-1] == "bool"
+        if is_mask:
             if isinstance(idx, np.ndarray): idx = np.flatnonzero(idx)      # a host mask: its row numbers
             else: return self._rows(self.A[idx], self.y[idx])              # a device mask, the sole index
         return self._rows(take_rows(self.A, idx), take_rows(self.y, idx))
