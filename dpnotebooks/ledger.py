@@ -108,12 +108,16 @@ POISSON_RDP_ORDERS = tuple(np.r_[np.arange(1.5, 20.01, 0.5), np.arange(21, 65), 
 
 @functools.lru_cache(maxsize=8)
 def _poisson_rdp_terms(q:float, orders:tuple) -> tuple:
-    "The z-free parts of every term, on an (orders × k) grid padded with −∞: log C(α,k) + k log q + (α−k) log(1−q), and (k²−k)/2."
-    a, k = np.asarray(orders, dtype=int)[:, None], np.arange(max(orders) + 1)[None, :]
-    logc = gammaln(a + 1) - gammaln(k + 1) - gammaln(np.maximum(a - k, 0) + 1)
-    base = logc + k * math.log(q) + (a - k) * (math.log1p(-q) if q < 1 else 0.0)
-    keep = (k <= a) if q < 1 else (k == a)
-    return np.where(keep, base, -np.inf), (k * k - k) / 2.0
+    "Blocks (rows, base, quad) of orders within a factor 4: base = log C(α,k) + k log q + (α−k) log(1−q) on (rows × k ≤ the block's largest α), −∞ beyond α; quad = (k²−k)/2."
+    a_all, blocks, lo = np.asarray(orders, dtype=int), [], -1
+    while lo < a_all.max():
+        hi = max(4, 4 * lo); rows = np.flatnonzero((a_all > lo) & (a_all <= hi)); lo = hi
+        if not len(rows): continue
+        a, k = a_all[rows][:, None], np.arange(a_all[rows].max() + 1)[None, :]
+        logc = gammaln(a + 1) - gammaln(k + 1) - gammaln(np.maximum(a - k, 0) + 1)
+        base = logc + k * math.log(q) + (a - k) * (math.log1p(-q) if q < 1 else 0.0)
+        blocks.append((rows, np.where((k <= a) if q < 1 else (k == a), base, -np.inf), (k * k - k) / 2.0))
+    return tuple(blocks)
 
 def addremove_poisson_rdp(q:float, # sampling rate
                           z:float, # noise multiplier σ/C
@@ -121,8 +125,12 @@ def addremove_poisson_rdp(q:float, # sampling rate
                          ) -> np.ndarray:
     "RDP of one add/remove Poisson-subsampled Gaussian at integer orders: log Σ_k C(α,k)(1−q)^{α−k}q^k e^{(k²−k)/(2z²)} / (α−1) (Mironov, Talwar & Zhang 2019)."
     orders = tuple(int(a) for a in np.asarray(orders, dtype=int).ravel())
-    base, quad = _poisson_rdp_terms(float(q), orders)
-    return logsumexp(base + quad / (z * z), axis=1) / (np.asarray(orders) - 1)
+    out = np.empty(len(orders))
+    for rows, base, quad in _poisson_rdp_terms(float(q), orders):
+        t = base + quad / (z * z); r = np.arange(len(rows)); top = t.argmax(axis=1); m = t[r, top]
+        e = np.exp(t - m[:, None]); e[r, top] = 0.0                    # the largest term is the 1 in log1p
+        out[rows] = m + np.log1p(e.sum(axis=1))
+    return out / (np.asarray(orders) - 1)
 
 # %% ../nbs/privacy/01a_ledger.ipynb #c8eb2dcb
 def replace_one_poisson_rdp(q:float, # sampling rate
