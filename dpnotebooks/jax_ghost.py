@@ -380,9 +380,9 @@ def _packed_fn(f, plans:dict, guard:str):
 
 # %% ../nbs/core/04i_jax_ghost.ipynb #0966b5fe
 def bucket_size(b:int) -> int:
-    "The padded size of a batch of b rows: the next multiple of 2^(bit_length(b−1) − 4) (at most b/8 extra rows; at least 1)."
-    step = 1 << max(0, max(0, b - 1).bit_length() - 4)
-    return max(1, -(-b // step) * step)
+    "The padded size of a batch of b rows: the next multiple of max(8, 2^(bit_length(b−1) − 4)) (at most max(7, b/8) extra rows)."
+    step = max(8, 1 << max(0, max(0, b - 1).bit_length() - 4))
+    return max(step, -(-b // step) * step)
 
 # %% ../nbs/core/04i_jax_ghost.ipynb #b9aded0b
 def _on_host(packed, bucket:bool):
