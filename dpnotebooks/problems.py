@@ -512,10 +512,14 @@ def _saddle_phi(self) -> float:
 Saddle.hess_each, Saddle.Phi = _saddle_hess_each, property(_saddle_phi)
 
 # %% ../nbs/core/04_problems.ipynb #fdba2573
-def _row_sq_norms(A):
-    "‖a_i‖² of each row: `vecdot`, except numpy float32, whose `vecdot` runs a slow loop (2.4–3.4× `square(A) @ 1` at d = 30, BLAS's gemv)."
-    if isinstance(A, np.ndarray) and A.dtype == np.float32: return np.square(A) @ np.ones(A.shape[1], dtype=A.dtype)
-    return get_xp().vecdot(A, A)
+def _row_norms(A):
+    "‖a_i‖ of each row. Where a row's squares underflow (entries below 1e-154) it is rescaled by its largest entry first: ψ'_i·‖a_i‖ must not read 0 for a gradient that is not (ψ' = 1e300 on a row of 1e-170). numpy float32 sums squares by `square(A) @ 1`: its `vecdot` loops (2.4–3.4× slower at d = 30)."
+    xp = get_xp(); f32 = isinstance(A, np.ndarray) and A.dtype == np.float32
+    sq = (lambda B: np.square(B) @ np.ones(B.shape[1], dtype=B.dtype)) if f32 else (lambda B: xp.vecdot(B, B))
+    n2 = sq(A)
+    if not bool(xp.any(n2 < xp.finfo(n2.dtype).smallest_normal)): return xp.sqrt(n2)
+    m = xp.max(xp.abs(A), axis=1)                                           # rare: tiny or zero rows
+    return m * xp.sqrt(sq(A / xp.maximum(m, xp.finfo(n2.dtype).smallest_normal)[:, None]))
 
 def _linear_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng=None) -> tuple:
     "(Σ_i clip_C ∇f(x + y_i; ξ_i) (d,), Clipped counts) of a linear model, ∇f = ψ'(⟨a_i, x + y_i⟩, b_i)·a_i: norms |ψ'_i|·‖a_i‖, the sum Aᵀ(c ⊙ ψ')."
@@ -523,7 +527,7 @@ def _linear_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng
     if Y is None and alpha != 0: Y = rng.ball((A.shape[0], 1), self.dim, alpha)[:, 0, :]      # the materialized path's draws
     s = self.dpsi(A @ asarray(x) if Y is None else xp.vecdot(A, asarray(x) + Y), batch.y)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        norm = xp.abs(s) * xp.sqrt(_row_sq_norms(A))
+        norm = xp.abs(s) * _row_norms(A)
         if not math.isfinite(float(xp.sum(norm))):   # rare: a sample with a NaN or inf (or an overflowing norm) contributes 0 and is counted
             Z, bad = zero_nonfinite(xp.concat([norm[:, None], s[:, None], A], axis=1), (1,))      # clip_rows' own zeroing
             norm, s, A, nbad = Z[:, 0], Z[:, 1], Z[:, 2:], int(xp.count_nonzero(bad))
