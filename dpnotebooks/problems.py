@@ -516,10 +516,11 @@ def _row_norms(A):
     "‖a_i‖ of each row. Where a row's squares underflow (entries below 1e-154) it is rescaled by its largest entry first: ψ'_i·‖a_i‖ must not read 0 for a gradient that is not (ψ' = 1e300 on a row of 1e-170). numpy float32 sums squares by `square(A) @ 1`: its `vecdot` loops (2.4–3.4× slower at d = 30)."
     xp = get_xp(); f32 = isinstance(A, np.ndarray) and A.dtype == np.float32
     sq = (lambda B: np.square(B) @ np.ones(B.shape[1], dtype=B.dtype)) if f32 else (lambda B: xp.vecdot(B, B))
-    n2 = sq(A)
-    if not bool(xp.any(n2 < xp.finfo(n2.dtype).smallest_normal)): return xp.sqrt(n2)
-    m = xp.max(xp.abs(A), axis=1)                                           # rare: tiny or zero rows
-    return m * xp.sqrt(sq(A / xp.maximum(m, xp.finfo(n2.dtype).smallest_normal)[:, None]))
+    n2, tiny = sq(A), xp.finfo(A.dtype).smallest_normal
+    small = n2 < tiny
+    if not bool(xp.any(small)): return xp.sqrt(n2)
+    m = xp.max(xp.abs(A), axis=1)                                           # rare: tiny or zero rows, rescaled alone
+    return xp.where(small, m * xp.sqrt(sq(A / xp.maximum(m, tiny)[:, None])), xp.sqrt(n2))
 
 def _linear_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng=None) -> tuple:
     "(Σ_i clip_C ∇f(x + y_i; ξ_i) (d,), Clipped counts) of a linear model, ∇f = ψ'(⟨a_i, x + y_i⟩, b_i)·a_i: norms |ψ'_i|·‖a_i‖, the sum Aᵀ(c ⊙ ψ')."
