@@ -18,7 +18,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib, privacy_loss
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 from dp_accounting.pld.pld_pmf import SparsePLDPmf
 from scipy.optimize import brentq
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 from .privacy import (gaussian_event, tree_event, tree_levels, gdp_epsilon, gdp_mu, RDP_ORDERS, ACCOUNTANTS,
                                  DEFAULT_ACCOUNTANT, NEIGHBOURING)
 from .privacy import round_up
