@@ -12,7 +12,7 @@ import numpy as np
 from .backend import get_xp, get_device, get_dtype, asarray, to_numpy, vnorm, make_rng, einsum, NOISE_DTYPE
 from .validation import check_positive, check_count
 from .ledger import Release, Ledger
-from .clipping import ClipCounter, Clipped, fo_grad_clipped
+from .clipping import ClipCounter, Clipped, fo_grad_clipped, row_norms
 from .streams import MultiPassView
 from .problems import Dataset, Problem, check_points
 from .o2nc import clip_ball
@@ -127,6 +127,19 @@ def _mlp_at(self, x, A, Y=None, alpha:float=0.0, rng=None) -> tuple:
     return pre + xp.sqrt(xp.sum(A * A, axis=1))[:, None] * Z[:, :h] + Z[:, h:2 * h], w2 + Z[:, 2 * h + 1:], b2 + Z[:, 2 * h]
 
 # %% ../nbs/algorithms/13_dpsgd.ipynb #0d56c515
+def _mlp_rare_rows(norm, s, A, delta, hid) -> tuple:
+    "Rows whose ‖g_i‖² is not finite: zeroed and counted where they hold a NaN or inf (as `clip_rows` does); where all is finite (‖g_i‖ above ~1e154), ‖g_i‖ = hypot(‖(a_i, 1)‖·‖δ_i‖, |s_i|·‖(h_i, 1)‖) from rescaled norms (`row_norms`): clipped, as `clip_rows` clips that row, not dropped."
+    xp = get_xp()
+    bad = ~(xp.isfinite(s) & xp.all(xp.isfinite(xp.concat([A, delta, hid], axis=1)), axis=1))
+    s = xp.where(bad, xp.zeros_like(s), s)
+    A, delta, hid = (xp.where(bad[:, None], 0.0, v) for v in (A, delta, hid))
+    one = xp.ones_like(s)[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):           # a norm above ~1e308 reads inf: its factor C/inf = 0
+        big = xp.hypot(row_norms(xp.concat([A, one], axis=1))[:, 0] * row_norms(delta)[:, 0],
+                       xp.abs(s) * row_norms(xp.concat([hid, one], axis=1))[:, 0])
+    return xp.where(xp.isfinite(norm), norm, big), s, A, delta, hid, int(xp.count_nonzero(bad))
+
+#| exporti
 def _mlp_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng=None) -> tuple:
     "(Σ_i clip_C ∇f(x + y_i; ξ_i) (dim,), Clipped counts) without forming per-sample gradients; y_i = Y_i, or ~ U(B_α) from `rng`, or 0."
     xp, A = get_xp(), batch.A
@@ -135,12 +148,9 @@ def _mlp_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng=No
     s = _mlp_dloss(xp.sum(hid * w2, axis=-1) + b2, batch.y)
     delta = s[:, None] * w2 * xp.astype(pre > 0, pre.dtype)
     n2 = (xp.vecdot(A, A) + 1) * xp.vecdot(delta, delta) + s * s * (1 + xp.vecdot(hid, hid))    # ‖g_i‖², from b × h numbers
-    bad = ~xp.isfinite(n2); nbad = int(xp.count_nonzero(bad))
-    if nbad:   # rare: a sample whose ‖g_i‖² is not finite (a NaN or inf in it, or above ~1e308) contributes 0 and is counted
-        z = xp.zeros_like(n2)
-        n2, s = xp.where(bad, z, n2), xp.where(bad, z, s)
-        A, delta, hid = (xp.where(bad[:, None], 0.0, v) for v in (A, delta, hid))
-    norm = xp.sqrt(n2)
+    norm, nbad = xp.sqrt(n2), 0
+    if int(xp.count_nonzero(~xp.isfinite(n2))):   # rare: a NaN or inf in a sample, or ‖g_i‖ above ~1e154
+        norm, s, A, delta, hid, nbad = _mlp_rare_rows(norm, s, A, delta, hid)
     c = xp.minimum(1.0, clip / xp.maximum(norm, xp.finfo(norm.dtype).smallest_normal))
     cd, cs = c[:, None] * delta, c * s
     S = xp.concat([xp.reshape(A.T @ cd, (-1,)), xp.sum(cd, axis=0), xp.sum(cs)[None], hid.T @ cs])
