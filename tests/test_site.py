@@ -125,3 +125,30 @@ def test_a_heartbeat_thread_blocked_at_shutdown_does_not_hang_the_build():
     bs._stop_heartbeat(hb, wait=0.2)
     assert time.time() - t < 5 and hb.is_alive() and not hb.closed and hb._exit.is_set() and hb._running is False
     hb.release.set(); hb.join(5); bs._stop_heartbeat(hb, wait=0.2); assert hb.closed       # a thread that ended: closed as usual
+
+def test_a_reused_kernel_starts_each_page_fresh(tmp_path):
+    "Pages run in one kernel (`execute(..., reuse=True)`, as the build does) see none of the previous page's names, warnings filters, environment, sys.path, matplotlib settings, backend or JAX precision, and run in their own folder."
+    import importlib.util, nbformat
+    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
+    bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
+    def nb(src):
+        n = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src)])
+        n.metadata["kernelspec"] = {"name": "python3", "display_name": "python3", "language": "python"}
+        return n
+    first = nb("import os, sys, warnings, matplotlib\nfrom dpnotebooks.backend import set_backend\nx = 1; warnings.simplefilter('ignore'); "
+               "os.environ['DPNB_LEAK'] = '1'; sys.path.insert(0, 'leak'); matplotlib.rcParams['font.size'] = 31; set_backend('numpy', 'float32')\n"
+               "def g(): return 7\ndef f(): return g()\nimport dpnotebooks; dpnotebooks._kept = f\n"    # registered in the package, as 30_minimize does
+               "import jax; jax.config.update('jax_enable_x64', True)\n"                            # as from_jax does
+               "print(os.getpid())")
+    second = nb("import os, sys, warnings, matplotlib\nfrom dpnotebooks.backend import get_dtype\n"
+                "print(os.getpid(), 'x' in dir(), os.path.basename(os.getcwd()), 'DPNB_LEAK' in os.environ, 'leak' in sys.path, "
+                "matplotlib.rcParams['font.size'], get_dtype(), any(f[:3] == ('ignore', None, Warning) for f in warnings.filters))\n"
+                "import dpnotebooks; print(dpnotebooks._kept()); del dpnotebooks._kept\nimport jax.numpy as jnp; print(jnp.zeros(1).dtype)")
+    for d in "ab": (tmp_path / d).mkdir()
+    try:
+        pid = bs.execute(first, tmp_path / "a" / "1.ipynb", reuse=True).cells[0].outputs[0]["text"].strip()
+        out = bs.execute(second, tmp_path / "b" / "2.ipynb", reuse=True).cells[0].outputs[0]["text"]
+    finally: bs.shutdown_kernel()
+    assert out == f"{pid} False b False False 10.0 float64 False\n7\nfloat32\n", out   # the same kernel, nothing carried over, and a function
+                                                                               # the first page left in the package still runs
+    assert len(first.cells) == len(second.cells) == 1                           # the reset cell is not in the pages

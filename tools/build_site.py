@@ -6,7 +6,7 @@ Quarto (what `nbdev-docs` uses) cannot be installed on every machine, so this sc
   interface, experiments, tutorials), each in file-name order; the pages are flat (one per notebook stem);
 - every notebook executed in its folder, cells marked `#| slow` included (the site is built in CI's slow tier, and this
   run is where those cells are checked; `--skip-slow` leaves them out); `#| eval: false` and `nbdev_export()` cells are
-  never run;
+  never run; each build worker runs its pages in one kernel, reset before each page (`_FRESH`);
 - nbdev's directives applied: `#| hide` cells and `#| default_exp` dropped, `#| echo: false` hides the input,
   `#| output: false` the output, directive lines removed, and a `show_doc` block after every exported symbol;
 - figures inline (base64), math by a local MathJax (the `jupyter-server-mathjax` package, no CDN),
@@ -96,8 +96,53 @@ def _stop_heartbeat(self, wait: float = 10.0):
     if not self.is_alive(): self.close()
 
 
-def execute(nb, path: Path, skip_slow: bool = False):
-    "Run the notebook in its folder with nbclient; eval-false and `nbdev_export()` cells (and slow ones if asked) are skipped, their source kept."
+# Run before each page in a reused kernel (first line: the page's folder): a fresh namespace in the page's folder, with the
+# warnings filters, environment, sys.path, matplotlib settings, dpnotebooks backend and JAX precision the kernel had before its
+# first page (a build of every page in fresh kernels and one in reused kernels differed, before the last, in 04e_losses's JAX run).
+_FRESH = r"""
+import os as _o, sys as _s, copy as _c, warnings as _w
+_o.chdir(_FOLDER)
+if not hasattr(_s, "_dpnb_fresh"):
+    import matplotlib.pyplot as _p, matplotlib as _m     # what a fresh kernel sets up on its first pyplot import, taken once
+    with _w.catch_warnings():                           # tqdm.auto warns once a kernel, on import, that ipywidgets is missing:
+        _w.simplefilter("ignore"); import tqdm.auto     # on no page, rather than on whichever page of a worker imports it first
+    _s._dpnb_fresh = (list(_w.filters), dict(_o.environ), list(_s.path), _c.deepcopy(dict(_m.rcParams)))
+else:
+    _f = _s._dpnb_fresh
+    _w.filters[:] = _f[0]; _w._filters_mutated()         # also forgets which warnings were shown (a fresh kernel shows them again)
+    _o.environ.clear(); _o.environ.update(_f[1]); _s.path[:] = _f[2]
+    import matplotlib.pyplot as _p, matplotlib as _m
+    _p.close("all"); _m.rcParams.update(_c.deepcopy(_f[3]))
+    if "dpnotebooks.backend" in _s.modules:
+        _b = _s.modules["dpnotebooks.backend"]; _b.set_backend("numpy", "float64"); _b._backend_from_env()
+    if "jax" in _s.modules:                             # from_jax turns float64 on for the process; a fresh kernel has JAX's default
+        _s.modules["jax"].config.update("jax_enable_x64", _o.environ.get("JAX_ENABLE_X64", "").lower() in ("1", "true", "t", "y", "yes", "on"))
+# A new __main__ and namespace, as `%reset` would, but the old one is left as it was: a function an earlier page defined and
+# registered in the package (30_minimize's recipes) keeps its globals. One statement: IPython runs each in the current namespace.
+(lambda ip: (ip.init_create_namespaces(), ip.init_user_ns()))(get_ipython())
+"""
+
+_KERNEL = {}   # this process's reused kernel: {"k": the NotebookClient that started it, with its km and kc}
+
+
+def shutdown_kernel():
+    "Stop this process's reused kernel, if any (at the end of a build, or when its worker process exits)."
+    k = _KERNEL.pop("k", None)
+    if not k: return
+    from jupyter_core.utils import run_sync
+    try:
+        k.kc.stop_channels()
+        run_sync(k.km.shutdown_kernel)(now=True)
+    except Exception:
+        try: k.km.provisioner.process.kill()
+        except Exception: pass
+
+
+def execute(nb, path: Path, skip_slow: bool = False, reuse: bool = False):
+    """Run the notebook in its folder with nbclient; eval-false and `nbdev_export()` cells (and slow ones if asked) are skipped,
+    their source kept. `reuse`: run it in this process's kernel, started once (about 2 s a page saved: a kernel's start and
+    the package's import), after `_FRESH` has reset the namespace and the state pages change; a page that fails stops it."""
+    import nbformat
     from nbclient import NotebookClient
     from jupyter_client.channels import HBChannel
     HBChannel.stop = _stop_heartbeat
@@ -108,7 +153,18 @@ def execute(nb, path: Path, skip_slow: bool = False):
             # like nbdev-test: never run a notebook's `nbdev_export()` cell (two notebooks exporting at once race on the package files)
             if (skip_slow and "slow" in d) or d.get("eval") == "false" or "nbdev_export(" in c.source:
                 saved[i], c.source = c.source, "pass"
-    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    if reuse: nb.cells.insert(0, nbformat.v4.new_code_cell(f"_FOLDER = {str(path.parent)!r}" + _FRESH))
+    k = _KERNEL.get("k")
+    client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+                            **({"km": k.km} if k else {}))
+    if k: client.kc = k.kc
+    try: client.execute(**({"cleanup_kc": False} if reuse else {}))
+    except BaseException:
+        if reuse: _KERNEL["k"] = client; shutdown_kernel()
+        raise
+    if reuse:
+        _KERNEL["k"] = client
+        del nb.cells[0]
     for i, src in saved.items():
         nb.cells[i].source, nb.cells[i].outputs = src, []
     return nb
@@ -173,14 +229,14 @@ def inline_images(nb, folder: Path):
         if c.cell_type == "markdown": c.source = _MD_IMAGE.sub(data_uri, c.source)
 
 
-def render(path: Path, out: Path, pages: list, run: bool, skip_slow: bool = False) -> str:
-    "Execute, process and write one page; returns its file name."
+def render(path: Path, out: Path, pages: list, run: bool, skip_slow: bool = False, reuse: bool = False) -> str:
+    "Execute (in this process's reused kernel if `reuse`), process and write one page; returns its file name."
     import nbformat
     from nbconvert import HTMLExporter
     nb = nbformat.read(path, as_version=4)
     default_exp = next((directives(c.source)["default_exp"] for c in nb.cells
                         if c.cell_type == "code" and "default_exp" in directives(c.source)), None)
-    if run: nb = execute(nb, path, skip_slow)
+    if run: nb = execute(nb, path, skip_slow, reuse)
     module = None if not default_exp else "dpnotebooks" if default_exp == "__init__" else f"dpnotebooks.{default_exp}"
     nb = process(nb, module)
     inline_images(nb, path.parent)
@@ -211,13 +267,21 @@ def build(out: Path, jobs: int = 2, only=None, run: bool = True, skip_slow: bool
     copy_mathjax(out)
     if jobs > 1:                     # one BLAS thread per kernel unless set: `jobs` kernels with two each oversubscribe two cores
         for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"): os.environ.setdefault(k, "1")
-        with ProcessPoolExecutor(jobs) as ex:
-            timed = list(ex.map(timed_render, todo, [out] * len(todo), [pages] * len(todo), [run] * len(todo), [skip_slow] * len(todo)))
+        with ProcessPoolExecutor(jobs, initializer=_worker_init) as ex:
+            timed = list(ex.map(timed_render, todo, [out] * len(todo), [pages] * len(todo), [run] * len(todo), [skip_slow] * len(todo),
+                                [True] * len(todo)))
     else:
-        timed = [timed_render(p, out, pages, run, skip_slow) for p in todo]
+        try: timed = [timed_render(p, out, pages, run, skip_slow, True) for p in todo]
+        finally: shutdown_kernel()
     if run:
         print("slowest pages (s):", ", ".join(f"{n} {t:.0f}" for n, t in sorted(timed, key=lambda x: -x[1])[:12]), flush=True)
     return [n for n, _ in timed]
+
+
+def _worker_init():
+    "A build worker process: its reused kernel is stopped when the worker exits (multiprocessing runs its finalizers then)."
+    from multiprocessing import util
+    util.Finalize(None, shutdown_kernel, exitpriority=10)
 
 
 def timed_render(path: Path, *args) -> tuple:
