@@ -132,7 +132,8 @@ def test_a_reused_kernel_starts_each_page_fresh(tmp_path):
     spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
     bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
     def nb(src):
-        n = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src)])
+        plot = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(); ax.plot([0, 1])"     # a figure on each page, shown
+        n = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src), nbformat.v4.new_code_cell(plot)])
         n.metadata["kernelspec"] = {"name": "python3", "display_name": "python3", "language": "python"}
         return n
     first = nb("import os, sys, warnings, matplotlib\nfrom dpnotebooks.backend import set_backend\nx = 1; warnings.simplefilter('ignore'); "
@@ -146,9 +147,11 @@ def test_a_reused_kernel_starts_each_page_fresh(tmp_path):
                 "import dpnotebooks; print(dpnotebooks._kept()); del dpnotebooks._kept\nimport jax.numpy as jnp; print(jnp.zeros(1).dtype)")
     for d in "ab": (tmp_path / d).mkdir()
     try:
-        pid = bs.execute(first, tmp_path / "a" / "1.ipynb", reuse=True).cells[0].outputs[0]["text"].strip()
-        out = bs.execute(second, tmp_path / "b" / "2.ipynb", reuse=True).cells[0].outputs[0]["text"]
+        text = lambda page: "".join(o.get("text", "") for o in page.cells[0].outputs if o.get("output_type") == "stream")
+        pid = text(bs.execute(first, tmp_path / "a" / "1.ipynb", reuse=True)).strip()
+        out = text(bs.execute(second, tmp_path / "b" / "2.ipynb", reuse=True))
     finally: bs.shutdown_kernel()
     assert out == f"{pid} False b False False 10.0 float64 False\n7\nfloat32\n", out   # the same kernel, nothing carried over, and a function
                                                                                # the first page left in the package still runs
-    assert len(first.cells) == len(second.cells) == 1                           # the reset cell is not in the pages
+    assert len(first.cells) == len(second.cells) == 2                           # the reset cell is not in the pages
+    for page in (first, second): assert any("image/png" in o.get("data", {}) for o in page.cells[1].outputs), page.cells[1].outputs

@@ -112,7 +112,8 @@ else:
     _w.filters[:] = _f[0]; _w._filters_mutated()         # also forgets which warnings were shown (a fresh kernel shows them again)
     _o.environ.clear(); _o.environ.update(_f[1]); _s.path[:] = _f[2]
     import matplotlib.pyplot as _p, matplotlib as _m
-    _p.close("all"); _m.rcParams.update(_c.deepcopy(_f[3]))
+    _p.close("all")                                     # the settings, not the backend the first figure set up (nor its interactive mode)
+    _m.rcParams.update({k: v for k, v in _c.deepcopy(_f[3]).items() if k not in ("backend", "interactive")})
     if "dpnotebooks.backend" in _s.modules:
         _b = _s.modules["dpnotebooks.backend"]; _b.set_backend("numpy", "float64"); _b._backend_from_env()
     if "jax" in _s.modules:                             # from_jax turns float64 on for the process; a fresh kernel has JAX's default
