@@ -112,8 +112,10 @@ else:
     _w.filters[:] = _f[0]; _w._filters_mutated()         # also forgets which warnings were shown (a fresh kernel shows them again)
     _o.environ.clear(); _o.environ.update(_f[1]); _s.path[:] = _f[2]
     import matplotlib.pyplot as _p, matplotlib as _m
-    _p.close("all")                                     # the settings, not the backend the first figure set up (nor its interactive mode)
+    _p.close("all")                                     # the settings, then the kernel's inline backend, shown as it draws
     _m.rcParams.update({k: v for k, v in _c.deepcopy(_f[3]).items() if k not in ("backend", "interactive")})
+    if "inline" not in _m.get_backend():               # a page's matplotlib.use("Agg") (50_cli's dpnb demo) hid later figures
+        get_ipython().run_line_magic("matplotlib", "inline")
     if "dpnotebooks.backend" in _s.modules:
         _b = _s.modules["dpnotebooks.backend"]; _b.set_backend("numpy", "float64"); _b._backend_from_env()
     if "jax" in _s.modules:                             # from_jax turns float64 on for the process; a fresh kernel has JAX's default
