@@ -151,7 +151,10 @@ def test_a_reused_kernel_starts_each_page_fresh(tmp_path):
         text = lambda page: "".join(o.get("text", "") for o in page.cells[0].outputs if o.get("output_type") == "stream")
         pid = text(bs.execute(first, tmp_path / "a" / "1.ipynb", reuse=True)).strip()
         out = text(bs.execute(second, tmp_path / "b" / "2.ipynb", reuse=True))
+        once = nb("import os; print(os.getpid())"); once.cells = once.cells[:1]
+        other = text(bs.execute(once, tmp_path / "b" / "3.ipynb")).strip()      # reuse=False: its own kernel, not the saved one
     finally: bs.shutdown_kernel()
+    assert other.isdigit() and other != pid, (other, pid)
     assert out == f"{pid} False b False False 10.0 float64 False\n7\nfloat32\n", out   # the same kernel, nothing carried over, and a function
                                                                                # the first page left in the package still runs
     assert len(first.cells) == len(second.cells) == 2                           # the reset cell is not in the pages

@@ -157,7 +157,7 @@ def execute(nb, path: Path, skip_slow: bool = False, reuse: bool = False):
             if (skip_slow and "slow" in d) or d.get("eval") == "false" or "nbdev_export(" in c.source:
                 saved[i], c.source = c.source, "pass"
     if reuse: nb.cells.insert(0, nbformat.v4.new_code_cell(f"_FOLDER = {str(path.parent)!r}" + _FRESH))
-    k = _KERNEL.get("k")
+    k = _KERNEL.get("k") if reuse else None   # a one-off run never picks up the saved kernel
     client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
                             **({"km": k.km} if k else {}))
     if k: client.kc = k.kc
