@@ -176,6 +176,13 @@ def with_record(problem, i:int, rec:Record|None):
     return replace_record(problem, i, lambda A, y, i: (rec.row(A, y, i), rec.target(A, y, i)), rec.what)
 
 
+_REFERENCES = {}
+def _reference_run(p, i:int, nonfinite:bool, algorithm:str, **args):
+    "The run a record's run is compared with: record i zeroed (a non-finite record) or `p` as is; made once per case and problem object (seeded runs repeat bit for bit)."
+    case = (id(p), i, nonfinite, algorithm, tuple(sorted(args.items())))
+    if case not in _REFERENCES: _REFERENCES[case] = p, minimize(with_record(p, i, None) if nonfinite else p, algorithm, **args)
+    return _REFERENCES[case][1]     # the problem is kept with its run: its id is not reused while the entry lives
+
 def accept_record(rec:Record, # the out-of-bound record
                   algorithm:str, # a registered algorithm
                   problem=None, # a valid linear-model problem (default `_data()`)
@@ -187,7 +194,7 @@ def accept_record(rec:Record, # the out-of-bound record
     args = dict(epsilon=1.0, delta=1e-6, alpha=0.1, seed=0); args.update(kw)
     try:
         r = minimize(with_record(p, i, rec), algorithm, diagnostics="nonprivate", **args)
-        ref = minimize(with_record(p, i, None) if rec.nonfinite else p, algorithm, **args)
+        ref = _reference_run(p, i, rec.nonfinite, algorithm, **args)
     except Exception as err: return Outcome(rec.what, False, type(err).__name__, str(err))
     ok = bool(np.all(np.isfinite(r.x))) and r.ledger == ref.ledger and (not rec.nonfinite or np.array_equal(r.x, ref.x))
     return Outcome(rec.what, ok, "accepted", f"{algorithm}: finite output, the planned ledger"

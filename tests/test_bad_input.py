@@ -1,5 +1,5 @@
 """Every bad input of `bad_input.CASES` (tests/bad_input.py), and the same mistakes through `dpnb run`: a clear error, nothing read or drawn first."""
-import warnings
+import functools, warnings
 import pytest
 from bad_input import CASES, OUT_OF_BOUND, Case, tripwire, try_case, accept_record, _data
 from dpnotebooks.cli import main
@@ -147,6 +147,12 @@ def test_own_loop_algorithms_zero_a_nan_gradient_and_finish(algorithm):
     r = minimize(_FlakyGrad(p.data, "nan"), algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0, diagnostics="nonprivate")
     assert np.all(np.isfinite(r.x)) and r.nonprivate["nonfinite_zeroed"] > 0 and r.ledger == planned_ledger(p, plan_run(p, algorithm, 1.0, 1e-6, 0.1))
 
+@functools.lru_cache(maxsize=None)
+def _problem(name):
+    "One problem object per name, so that accept_record makes each reference run once."
+    from dpnotebooks.problems import get_problem
+    return get_problem(name, n=4000, d=4, seed=0)
+
 _ACCEPT = [("klt-single-pass", None), ("klt-first-order", None), ("ztc", None), ("dp-sgd", None), ("abggmu-spider", "logistic"),
            ("abggmu-convex", "logistic")]
 
@@ -154,7 +160,6 @@ _ACCEPT = [("klt-single-pass", None), ("klt-first-order", None), ("ztc", None), 
 @pytest.mark.parametrize("rec", OUT_OF_BOUND, ids=[r.what for r in OUT_OF_BOUND])
 def test_an_out_of_bound_record_is_accepted_and_handled_in_the_mechanism(rec, algorithm, problem):
     "NaN, inf, a 1e200 row, a duplicate: the run completes with the planned ledger and a finite point; a non-finite record is exactly a zero record."
-    from dpnotebooks.problems import get_problem
-    p = None if problem is None else get_problem(problem, n=4000, d=4, seed=0)
+    p = None if problem is None else _problem(problem)
     out = accept_record(rec, algorithm, p, **({} if problem is None else dict(L1=0.25)))
     assert out.ok, out

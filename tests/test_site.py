@@ -1,7 +1,8 @@
 """The offline documentation site (tools/build_site.py) in headless Chromium: every page loads, every internal link resolves,
 every image loads, no math is left unrendered; screenshots of the home page and of an algorithm page go to the build folder.
 
-The site is built once per session into $DPNB_SITE (default: a temporary folder; .ci/run builds _site first and points here).
+The site is built once per session into $DPNB_SITE (default: a temporary folder; .ci/run builds _site first and points here),
+but for the pages already there from the same sources with their slow cells run (tools/build_site.py --reuse-built).
 Skipped when Chromium, chromedriver or selenium are missing (.ci/run installs them)."""
 import os, shutil, subprocess, sys, time
 from pathlib import Path
@@ -31,9 +32,12 @@ return bad;
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
+    import importlib.util
     out = Path(os.environ.get("DPNB_SITE") or tmp_path_factory.mktemp("site"))
-    if not (out / "index.html").exists():
-        subprocess.run([sys.executable, str(ROOT / "tools" / "build_site.py"), "--out", str(out)], check=True, timeout=1800)
+    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
+    bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
+    if not bs.complete(out):          # the pages missing, failed, built without their slow cells or from other sources
+        subprocess.run([sys.executable, str(ROOT / "tools" / "build_site.py"), "--out", str(out), "--reuse-built"], check=True, timeout=1800)
     return out
 
 
@@ -159,3 +163,31 @@ def test_a_reused_kernel_starts_each_page_fresh(tmp_path):
                                                                                # the first page left in the package still runs
     assert len(first.cells) == len(second.cells) == 2                           # the reset cell is not in the pages
     assert any("image/png" in o.get("data", {}) for o in second.cells[1].outputs), second.cells[1].outputs     # inline again
+
+def test_the_fast_tier_build_reports_every_failure_and_the_slow_tier_reuses_its_pages(tmp_path, monkeypatch, capsys):
+    "`--skip-slow --keep-going` (the fast tier) builds every page, lists each failing notebook and exits 1; `--reuse-built` (the slow tier) then runs only the pages with slow cells and the failed ones, not those already built from the same sources."
+    import importlib.util, nbformat
+    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
+    bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
+    nbs = tmp_path / "nbs"; (nbs / "core").mkdir(parents=True)
+    (tmp_path / "pyproject.toml").write_text('[tool.nbdev]\ntst_flags = "notest slow gpu"\n')
+    def write(path, *srcs):
+        n = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {path.stem}")] + [nbformat.v4.new_code_cell(s) for s in srcs])
+        n.metadata["kernelspec"] = {"name": "python3", "display_name": "python3", "language": "python"}
+        nbformat.write(n, path)
+    write(nbs / "index.ipynb", "print('home')")
+    write(nbs / "core" / "01_bad.ipynb", "assert 1 == 2, 'a failing check'")
+    write(nbs / "core" / "02_slow.ipynb", "print('fast', 'ran')", "#| slow\nprint('slow', 'ran')", "#| notest\nraise ValueError")  # a flagged cell: never run
+    monkeypatch.setattr(bs, "NBS", nbs); monkeypatch.setattr(bs, "ROOT", tmp_path)    # the pages, test flags and source key
+    out = tmp_path / "site"
+    with pytest.raises(SystemExit): bs.build(out, jobs=1, skip_slow=True, keep_going=True)
+    err = capsys.readouterr().err
+    assert "01_bad.ipynb FAILED" in err and "a failing check" in err and "Notebooks that failed:\n\t01_bad.ipynb" in err, err
+    assert (out / "index.html").exists() and "fast ran" in (out / "02_slow.html").read_text() and not (out / "01_bad.html").exists()
+    assert "slow ran" not in (out / "02_slow.html").read_text()
+    with pytest.raises(SystemExit): bs.build(out, jobs=1, reuse_built=True, keep_going=True)
+    assert "1 pages already built from these sources (reused): index" in capsys.readouterr().out
+    assert "slow ran" in (out / "02_slow.html").read_text()
+    assert bs.built(out, nbs / "core" / "02_slow.ipynb", bs.source_key()) and not bs.complete(out)    # 01_bad still fails
+    write(nbs / "core" / "01_bad.ipynb", "assert 1 == 1")                 # a changed source: no page is reused
+    assert sorted(bs.build(out, jobs=1, reuse_built=True)) == ["01_bad.html", "02_slow.html", "index.html"] and bs.complete(out)

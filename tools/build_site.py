@@ -12,7 +12,12 @@ Quarto (what `nbdev-docs` uses) cannot be installed on every machine, so this sc
 - figures inline (base64), math by a local MathJax (the `jupyter-server-mathjax` package, no CDN),
   links between notebooks rewritten to the pages, a sidebar on every page, no script loaded from the network.
 
-    python tools/build_site.py [--out _site] [--jobs 2] [--only 21_sosp,index] [--no-execute] [--skip-slow]
+    python tools/build_site.py [--out _site] [--jobs 2] [--only 21_sosp,index] [--no-execute] [--skip-slow] [--reuse-built]
+                               [--keep-going] [--cell-timeout 900] [--cell-timing-min 20]
+
+The fast test tier (tools/test.py) runs the notebooks' checks through this build (`--skip-slow --keep-going`, cells stopped
+at 120 s); each page executed is recorded in `<out>/.built/` with the key of the sources it ran from (`source_key`), and the
+slow tier's build (`--reuse-built`) then executes only the pages with slow cells, and any page whose sources changed.
 """
 from __future__ import annotations
 import argparse, ast, html, importlib, os, re, shutil, sys, time
@@ -141,24 +146,32 @@ def shutdown_kernel():
         except Exception: pass
 
 
-def execute(nb, path: Path, skip_slow: bool = False, reuse: bool = False):
-    """Run the notebook in its folder with nbclient; eval-false and `nbdev_export()` cells (and slow ones if asked) are skipped,
-    their source kept. `reuse`: run it in this process's kernel, started once (about 2 s a page saved: a kernel's start and
-    the package's import), after `_FRESH` has reset the namespace and the state pages change; a page that fails stops it."""
+def test_flags() -> set:
+    "nbdev's `tst_flags` (pyproject.toml): cells with these directives nbdev-test leaves out unless asked (`slow` among them)."
+    import tomllib
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text()).get("tool", {}).get("nbdev", {})
+    return set(str(cfg.get("tst_flags", "")).split())
+
+
+def execute(nb, path: Path, skip_slow: bool = False, reuse: bool = False, timeout: int = 900):
+    """Run the notebook in its folder with nbclient; eval-false and `nbdev_export()` cells, and those with a test flag but
+    `slow` (all of them with `skip_slow`, as nbdev-test), are skipped, their source kept. `reuse`: run it in this process's
+    kernel, started once (about 2 s a page saved: a kernel's start and the package's import), after `_FRESH` has reset the
+    namespace and the state pages change; a page that fails stops it. `timeout`: seconds a cell may run."""
     import nbformat
     from nbclient import NotebookClient
     from jupyter_client.channels import HBChannel
     HBChannel.stop = _stop_heartbeat
-    saved = {}
+    saved, flags = {}, test_flags() - ({"slow"} if not skip_slow else set())
     for i, c in enumerate(nb.cells):
         if c.cell_type == "code":
             d = directives(c.source)
             # like nbdev-test: never run a notebook's `nbdev_export()` cell (two notebooks exporting at once race on the package files)
-            if (skip_slow and "slow" in d) or d.get("eval") == "false" or "nbdev_export(" in c.source:
+            if flags & d.keys() or d.get("eval") == "false" or "nbdev_export(" in c.source:
                 saved[i], c.source = c.source, "pass"
     if reuse: nb.cells.insert(0, nbformat.v4.new_code_cell(f"_FOLDER = {str(path.parent)!r}" + _FRESH))
     k = _KERNEL.get("k") if reuse else None   # a one-off run never picks up the saved kernel
-    client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
                             **({"km": k.km} if k else {}))
     if k: client.kc = k.kc
     try: client.execute(**({"cleanup_kc": False} if reuse else {}))
@@ -232,14 +245,27 @@ def inline_images(nb, folder: Path):
         if c.cell_type == "markdown": c.source = _MD_IMAGE.sub(data_uri, c.source)
 
 
-def render(path: Path, out: Path, pages: list, run: bool, skip_slow: bool = False, reuse: bool = False) -> str:
-    "Execute (in this process's reused kernel if `reuse`), process and write one page; returns its file name."
+def cell_seconds(nb) -> list:
+    "(cell id, seconds) of each executed code cell, from the timestamps nbclient records."
+    from datetime import datetime
+    out = []
+    for c in nb.cells:
+        t = c.get("metadata", {}).get("execution", {})
+        if c.cell_type == "code" and "iopub.status.busy" in t and "shell.execute_reply" in t:
+            dt = datetime.fromisoformat(t["shell.execute_reply"].replace("Z", "+00:00")) - datetime.fromisoformat(t["iopub.status.busy"].replace("Z", "+00:00"))
+            out.append((c.get("id", "?"), dt.total_seconds()))
+    return out
+
+
+def render(path: Path, out: Path, pages: list, run: bool, skip_slow: bool = False, reuse: bool = False, timeout: int = 900) -> tuple:
+    "Execute (in this process's reused kernel if `reuse`), process and write one page; returns its file name and cell times."
     import nbformat
     from nbconvert import HTMLExporter
     nb = nbformat.read(path, as_version=4)
     default_exp = next((directives(c.source)["default_exp"] for c in nb.cells
                         if c.cell_type == "code" and "default_exp" in directives(c.source)), None)
-    if run: nb = execute(nb, path, skip_slow, reuse)
+    if run: nb = execute(nb, path, skip_slow, reuse, timeout)
+    times = cell_seconds(nb) if run else []
     module = None if not default_exp else "dpnotebooks" if default_exp == "__init__" else f"dpnotebooks.{default_exp}"
     nb = process(nb, module)
     inline_images(nb, path.parent)
@@ -251,7 +277,7 @@ def render(path: Path, out: Path, pages: list, run: bool, skip_slow: bool = Fals
     body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + sidebar(pages, path.stem), body, count=1)
     name = f"{path.stem}.html"
     (out / name).write_text(body)
-    return name
+    return name, times
 
 
 def copy_mathjax(out: Path):
@@ -260,25 +286,87 @@ def copy_mathjax(out: Path):
     if not (out / "mathjax").exists(): shutil.copytree(src, out / "mathjax")
 
 
-def build(out: Path, jobs: int = 2, only=None, run: bool = True, skip_slow: bool = False) -> list:
+def source_key() -> str:
+    """What a page's outputs depend on besides its own cells: every file of the repository that git would track (the
+    notebooks, the package, the tools, the data they read), the interpreter, the installed distributions and the `DPNB_`
+    settings of the environment. A page built from the same key is not built again with `--reuse-built`."""
+    import hashlib, platform, subprocess
+    from importlib import metadata
+    try:
+        files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                               capture_output=True, check=True).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError):                        # not a git checkout: the folders pages read
+        files = [str(f.relative_to(ROOT)) for d in ("nbs", "dpnotebooks", "tools", "tests", "benchmarks") for f in (ROOT / d).rglob("*")
+                 if f.is_file() and "__pycache__" not in f.parts] + [f.name for f in ROOT.iterdir() if f.is_file()]
+    h = hashlib.sha256()
+    for f in sorted(set(files) - {""}):
+        if (ROOT / f).is_file(): h.update(f.encode() + b"\0" + (ROOT / f).read_bytes() + b"\0")
+    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
+    env = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("DPNB_") and k != "DPNB_SITE")
+    h.update("\n".join([sys.version, platform.platform(), *dists, *env]).encode())
+    return h.hexdigest()
+
+
+def _record(out: Path, path: Path) -> Path: return out / ".built" / f"{path.stem}.json"
+
+def has_slow(path: Path) -> bool: return any("slow" in directives(c) for c in _code_sources(path))
+
+def _code_sources(path: Path) -> list:
+    import json
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+
+def built(out: Path, path: Path, key: str, skip_slow: bool = False) -> bool:
+    "Whether `out` holds the page of `path` executed from sources with this `key` (and its slow cells, unless `skip_slow`)."
+    import json
+    try: rec = json.loads(_record(out, path).read_text())
+    except (OSError, ValueError): return False
+    return rec.get("key") == key and (rec.get("complete") or skip_slow) and (out / f"{path.stem}.html").exists()
+
+def complete(out: Path) -> bool:
+    "Whether `out` holds every page, executed with its slow cells, from the current sources."
+    key = source_key()
+    return all(built(out, p, key) for p in notebooks())
+
+
+def build(out: Path, jobs: int = 2, only=None, run: bool = True, skip_slow: bool = False, reuse_built: bool = False,
+          keep_going: bool = False, timeout: int = 900, timing_min: float | None = None) -> list:
+    """Build the pages into `out`; returns the names of the pages built. `reuse_built`: leave out the pages already there from
+    the same sources (`source_key`; a page built with `skip_slow` counts only if it has no slow cell: the fast tier's build,
+    reused by the slow tier's). `keep_going`: build every page even when one fails, print each failure and raise
+    SystemExit(1) at the end (as a test run should). `timing_min`: print the cells slower than this."""
     import nbformat
     out.mkdir(parents=True, exist_ok=True)
     paths = notebooks()
     pages = [(p.stem, title_of(nbformat.read(p, as_version=4)), "" if p.parent == NBS else p.parent.name) for p in paths]
     todo = [p for p in paths if not only or p.stem in only]
+    key = source_key() if run else None
+    if reuse_built and run:
+        kept = [p for p in todo if built(out, p, key, skip_slow)]
+        todo = [p for p in todo if p not in kept]
+        if kept: print(f"{len(kept)} pages already built from these sources (reused): {', '.join(p.stem for p in kept)}", flush=True)
+    for p in todo: _record(out, p).unlink(missing_ok=True)          # not reusable until built again
     if run and not skip_slow: todo.sort(key=lambda p: -p.read_text().count("#| slow"))   # the longest first: the workers finish together
     copy_mathjax(out)
+    args = [(p, out, pages, run, skip_slow, True, timeout, key, keep_going) for p in todo]
     if jobs > 1:                     # one BLAS thread per kernel unless set: `jobs` kernels with two each oversubscribe two cores
         for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"): os.environ.setdefault(k, "1")
-        with ProcessPoolExecutor(jobs, initializer=_worker_init) as ex:
-            timed = list(ex.map(timed_render, todo, [out] * len(todo), [pages] * len(todo), [run] * len(todo), [skip_slow] * len(todo),
-                                [True] * len(todo)))
+        with ProcessPoolExecutor(jobs, initializer=_worker_init) as ex: timed = list(ex.map(timed_render, *zip(*args))) if args else []
     else:
-        try: timed = [timed_render(p, out, pages, run, skip_slow, True) for p in todo]
+        try: timed = [timed_render(*a) for a in args]
         finally: shutdown_kernel()
-    if run:
-        print("slowest pages (s):", ", ".join(f"{n} {t:.0f}" for n, t in sorted(timed, key=lambda x: -x[1])[:12]), flush=True)
-    return [n for n, _ in timed]
+    if run and timed:
+        print("slowest pages (s):", ", ".join(f"{n} {t:.0f}" for n, t, _, _ in sorted(timed, key=lambda x: -x[1])[:12]), flush=True)
+    if timing_min is not None:
+        for n, _, _, cells in timed:
+            for cid, sec in cells:
+                if sec > timing_min: print(f"{n.removesuffix('.html')}.ipynb:{cid}: {sec:.1f} s (over {timing_min:g} s)")
+    failed = [(n, err) for n, _, err, _ in timed if err]
+    if failed:
+        for n, err in failed: print(f"\n===== {n.removesuffix('.html')}.ipynb FAILED =====\n{err}", file=sys.stderr)
+        print("\nNotebooks that failed:\n\t" + "\n\t".join(f"{n.removesuffix('.html')}.ipynb" for n, _ in failed), file=sys.stderr)
+        raise SystemExit(1)
+    return [n for n, _, _, _ in timed]
 
 
 def _worker_init():
@@ -287,10 +375,19 @@ def _worker_init():
     util.Finalize(None, shutdown_kernel, exitpriority=10)
 
 
-def timed_render(path: Path, *args) -> tuple:
-    "(page name, seconds to execute and render it)."
-    t0 = time.time(); name = render(path, *args)
-    return name, time.time() - t0
+def timed_render(path: Path, out: Path, pages: list, run: bool, skip_slow: bool, reuse: bool, timeout: int = 900,
+                 key: str | None = None, keep_going: bool = False) -> tuple:
+    """(page name, seconds to execute and render it, the error if it failed and `keep_going`, else None, cell times); a page
+    executed from sources with `key` is recorded in `out/.built/` for `--reuse-built`."""
+    import json
+    t0 = time.time()
+    try: name, cells = render(path, out, pages, run, skip_slow, reuse, timeout)
+    except Exception as e:
+        if not keep_going: raise
+        return f"{path.stem}.html", time.time() - t0, re.sub(r"\x1b\[[0-9;]*m", "", f"{type(e).__name__}: {e}"), []
+    if key: _record(out, path).parent.mkdir(exist_ok=True); _record(out, path).write_text(json.dumps(
+        {"key": key, "complete": not (skip_slow and has_slow(path))}))
+    return name, time.time() - t0, None, cells
 
 
 def main(argv=None) -> int:
@@ -300,9 +397,14 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, help="comma-separated notebook stems to build (default: all)")
     ap.add_argument("--no-execute", action="store_true", help="render the notebooks as stored (no outputs)")
     ap.add_argument("--skip-slow", action="store_true", help="do not run the cells marked `#| slow` (their outputs are left out)")
+    ap.add_argument("--reuse-built", action="store_true", help="keep the pages already in --out from the same sources (see source_key)")
+    ap.add_argument("--keep-going", action="store_true", help="build every page even if one fails; list the failures, exit 1")
+    ap.add_argument("--cell-timeout", type=int, default=900, help="seconds a cell may run (default 900)")
+    ap.add_argument("--cell-timing-min", type=float, default=None, help="print the cells slower than this many seconds")
     a = ap.parse_args(argv)
     t0 = time.time()
-    names = build(Path(a.out), a.jobs, a.only.split(",") if a.only else None, not a.no_execute, a.skip_slow)
+    names = build(Path(a.out), a.jobs, a.only.split(",") if a.only else None, not a.no_execute, a.skip_slow, a.reuse_built,
+                  a.keep_going, a.cell_timeout, a.cell_timing_min)
     print(f"built {len(names)} pages in {a.out} in {time.time() - t0:.0f} s")
     return 0
 

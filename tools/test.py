@@ -1,13 +1,19 @@
-"""Run the tests, tier by tier: the notebooks' checks (nbdev-test) and pytest, each even when the other fails.
+"""Run the tests, tier by tier: the notebooks' checks and pytest, each even when the other fails.
 
     .venv/bin/python tools/test.py                # the fast tier: what README's test command runs (a few minutes on 2 cores)
-    .venv/bin/python tools/test.py --tier slow    # the slow tier (.ci/run adds it): the site build, which executes every
-                                                  # notebook with its `#| slow` cells, then the tests marked slow
+    .venv/bin/python tools/test.py --tier slow    # the slow tier (.ci/run adds it): the site build, which executes the
+                                                  # notebooks with `#| slow` cells, then the tests marked slow
     .venv/bin/python tools/test.py --tier all     # both
 
-Prints the time of each part and of the tier, pytest's 25 slowest tests (`--durations`), nbdev-test's time per notebook and
-its cells slower than 20 s (a fast-tier cell is stopped at 120 s; none should pass 60 s); the exit status is 0 only when
-every part passed. The slow tier builds the site into $DPNB_SITE (default _site/), and the site tests open that build.
+The notebooks' checks run as nbdev-test runs them (the cells flagged `slow`, `notest` or `gpu` and `#| eval: false` left
+out, every notebook even when one fails), through the site build (tools/build_site.py --skip-slow --keep-going): each page
+is executed in a Jupyter kernel reset before it, as a fresh one, and rendered into $DPNB_SITE (default _site/). The slow
+tier's build then reuses those pages where nothing they ran from has changed and no slow cell was left out, so no notebook
+runs twice in `.ci/run`; the site tests open that build. `nbdev-test` itself runs the same checks.
+
+Prints the time of each part and of the tier, pytest's 25 slowest tests (`--durations`), the slowest pages and the cells
+slower than 20 s (a fast-tier cell is stopped at 120 s; none should pass 60 s); the exit status is 0 only when every part
+passed.
 
 Every part runs two worker processes; each gets one BLAS/OpenMP thread (`ONE_THREAD`, unless the variable is already set):
 two workers with two BLAS threads each on two cores oversubscribe them, and OpenBLAS's threads then wait on each other
@@ -35,11 +41,12 @@ def slow_notebooks() -> list:
 def parts(tier:str) -> list:
     "(name, argv, env) of the commands of a tier."
     pytest = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--dist", "loadfile", "--durations=25", "-q", "tests"]
-    nbdev = [str(BIN / "nbdev-test"), "--n-workers", "2", "--timing", "--cell-timing-min", "20", "--cell-timeout", "120"]
-    fast = [("nbdev-test", nbdev, {}), ("pytest", pytest, {})]
     site = os.environ.get("DPNB_SITE") or str(ROOT / "_site")
-    slow = [(f"site build (every notebook, {len(slow_notebooks())} with slow cells)",
-             [str(BIN / "python"), str(ROOT / "tools" / "build_site.py"), "--out", site], {}),
+    build = [str(BIN / "python"), str(ROOT / "tools" / "build_site.py"), "--out", site, "--keep-going"]
+    notebooks = build + ["--skip-slow", "--cell-timeout", "120", "--cell-timing-min", "20"]
+    fast = [("notebooks", notebooks, {}), ("pytest", pytest, {})]
+    slow = [(f"site build ({len(slow_notebooks())} notebooks with slow cells; pages built from the same sources reused)",
+             build + ["--reuse-built"], {}),
             ("pytest -m slow", pytest + ["-m", "slow"], dict(DPNB_SITE=site))]
     return dict(fast=fast, slow=slow, all=fast + slow)[tier]
 
@@ -51,7 +58,8 @@ def run(tier:str) -> int:
         if rc == 5 and name.startswith("pytest"): print("pytest collected no tests: that is a failure here")
         results.append((name, rc, time.time() - t))
     print(f"\n===== {tier} tier: {time.time() - t0:.0f} s =====")
-    for name, rc, s in results: print(f"  {name:<26} {'passed' if rc == 0 else f'FAILED (exit {rc})':<18} {s:6.0f} s")
+    w = max(len(name) for name, _, _ in results)
+    for name, rc, s in results: print(f"  {name:<{w}} {'passed' if rc == 0 else f'FAILED (exit {rc})':<18} {s:6.0f} s")
     return 0 if all(rc == 0 for _, rc, _ in results) else 1
 
 if __name__ == "__main__":
