@@ -301,7 +301,9 @@ def source_key() -> str:
     h = hashlib.sha256()
     for f in sorted(set(files) - {""}):
         if (ROOT / f).is_file(): h.update(f.encode() + b"\0" + (ROOT / f).read_bytes() + b"\0")
-    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
+    import sysconfig                                                      # the environment's packages, whatever sys.path holds
+    site = sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
+    dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions(path=site)})
     env = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("DPNB_") and k != "DPNB_SITE")
     h.update("\n".join([sys.version, platform.platform(), *dists, *env]).encode())
     return h.hexdigest()

@@ -50,8 +50,16 @@ def parts(tier:str) -> list:
             ("pytest -m slow", pytest + ["-m", "slow"], dict(DPNB_SITE=site))]
     return dict(fast=fast, slow=slow, all=fast + slow)[tier]
 
+def precompile():
+    """Byte-compile the package, the tests and the tools once. pip compiles what it installs, but not an editable package;
+    where PYTHONDONTWRITEBYTECODE is set (as on these machines) every process that imports dpnotebooks (the kernels, the
+    pytest workers, each `dpnb` a test starts) would compile it again: 0.3 s of its 1.8 s import. Stale files are ignored."""
+    import compileall
+    for d in ("dpnotebooks", "tests", "tools"): compileall.compile_dir(ROOT / d, quiet=1)
+
 def run(tier:str) -> int:
     t0, results = time.time(), []
+    precompile()
     for name, argv, env in parts(tier):
         print(f"\n===== {tier} tier: {name} =====\n+ {' '.join(argv)}", flush=True)
         t = time.time(); rc = subprocess.call(argv, cwd=ROOT, env={**ONE_THREAD, **os.environ, **env})
