@@ -20,23 +20,12 @@ two workers with two BLAS threads each on two cores oversubscribe them, and Open
 (a Goldstein certificate took 1.9 s instead of 0.2 s beside one busy process). Results do not depend on it: the seeded
 outputs of tests/test_golden.py are the same either way.
 """
-import argparse, json, os, re, subprocess, sys, time
+import argparse, os, subprocess, sys, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-SLOW = re.compile(r"^\s*#\s*\|\s*slow\b")
 ONE_THREAD = dict(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-
-def slow_notebooks() -> list:
-    "The notebooks (file names) with at least one code cell marked `#| slow`."
-    out = []
-    for f in sorted((ROOT / "nbs").rglob("*.ipynb")):
-        if any(p.startswith((".", "_")) for p in f.relative_to(ROOT / "nbs").parts): continue
-        cells = json.loads(f.read_text(encoding="utf-8")).get("cells", [])
-        src = lambda c: "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-        if any(c["cell_type"] == "code" and any(SLOW.match(l) for l in src(c).splitlines()) for c in cells): out.append(f.name)
-    return out
 
 def parts(tier:str) -> list:
     "(name, argv, env) of the commands of a tier."
@@ -45,7 +34,7 @@ def parts(tier:str) -> list:
     build = [str(BIN / "python"), str(ROOT / "tools" / "build_site.py"), "--out", site, "--keep-going"]
     notebooks = build + ["--skip-slow", "--cell-timeout", "120", "--cell-timing-min", "20"]
     fast = [("notebooks", notebooks, {}), ("pytest", pytest, {})]
-    slow = [(f"site build ({len(slow_notebooks())} notebooks with slow cells; pages built from the same sources reused)",
+    slow = [("site build (the notebooks with slow cells; the pages the fast tier built from these sources reused)",
              build + ["--reuse-built"], {}),
             ("pytest -m slow", pytest + ["-m", "slow"], dict(DPNB_SITE=site))]
     return dict(fast=fast, slow=slow, all=fast + slow)[tier]
