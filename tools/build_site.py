@@ -257,10 +257,34 @@ def cell_seconds(nb) -> list:
     return out
 
 
+class _Highlighted(str):
+    "A code cell's source as pygments highlighted it: the text escaped into spans, nothing a sanitizer would change."
+
+
+def _exporter(nb):
+    """This process's HTML exporter (the lab template, compiled once per process), set to highlight `nb`'s language.
+    Code input skips nbconvert's `clean_html` (bleach), about a third of the time it spends on a page: pygments escapes the
+    source, so sanitizing its spans changes nothing (tests/test_site_render.py compares). The template's other uses of
+    `clean_html` are left as they are."""
+    from nbconvert import HTMLExporter
+    from nbconvert.filters import clean_html
+    from nbconvert.filters.highlight import Highlight2HTML
+    info = nb.metadata.get("language_info", {})
+    hl = Highlight2HTML(pygments_lexer=info.get("pygments_lexer", info.get("name")))
+    filters = {"highlight_code": lambda source, *a, **k: _Highlighted(hl(source, *a, **k)),
+               "clean_html": lambda s: s if isinstance(s, _Highlighted) else clean_html(s)}
+    if "exporter" not in _EXPORTER:
+        _EXPORTER["exporter"] = HTMLExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True,
+                                             mathjax_url=MATHJAX, filters=filters)
+    _EXPORTER["exporter"].filters = filters          # read again by from_notebook_node for highlight_code
+    return _EXPORTER["exporter"]
+
+_EXPORTER = {}
+
+
 def render(path: Path, out: Path, pages: list, run: bool, skip_slow: bool = False, reuse: bool = False, timeout: int = 900) -> tuple:
     "Execute (in this process's reused kernel if `reuse`), process and write one page; returns its file name and cell times."
     import nbformat
-    from nbconvert import HTMLExporter
     nb = nbformat.read(path, as_version=4)
     default_exp = next((directives(c.source)["default_exp"] for c in nb.cells
                         if c.cell_type == "code" and "default_exp" in directives(c.source)), None)
@@ -269,8 +293,7 @@ def render(path: Path, out: Path, pages: list, run: bool, skip_slow: bool = Fals
     module = None if not default_exp else "dpnotebooks" if default_exp == "__init__" else f"dpnotebooks.{default_exp}"
     nb = process(nb, module)
     inline_images(nb, path.parent)
-    exporter = HTMLExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True, mathjax_url=MATHJAX)
-    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title_of(nb)}})
+    body, _ = _exporter(nb).from_notebook_node(nb, resources={"metadata": {"name": title_of(nb)}})
     body = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", body)          # nothing from the network
     body = re.sub(r'<link[^>]*\bhref="https?://[^"]*"[^>]*>', "", body)
     body = body.replace("</head>", STYLE + "\n</head>", 1)
