@@ -88,7 +88,7 @@ def test_a_fault_mid_run_stops_with_what_was_spent(algorithm, mode, says):
     assert err.ledger is not None and len(err.ledger.to_dicts()) >= 1 and 0 < err.epsilon_spent <= 1.0 + 1e-9
     assert "epsilon = " in str(err) and np.all(np.isfinite(err.x)) and err.x.shape == (4,)
 
-@pytest.mark.parametrize("algorithm", ["klt-single-pass", "ztc"])
+@pytest.mark.parametrize("algorithm", [pytest.param("klt-single-pass", marks=pytest.mark.slow), "ztc"])
 def test_a_loss_that_turns_nan_mid_run_is_zeroed_and_the_run_completes(algorithm):
     "A NaN is a per-sample value like any other: zeroed inside the mechanism, so the run ends normally with its whole ledger."
     import numpy as np

@@ -107,6 +107,7 @@ def test_peer_block_ratios_give_the_spread_of_a_ratio_over_stretches_of_repeats(
     assert peer.block_ratios(a, b) == (1.5, 1.0, 2.0)
     assert peer.block_ratios(dict(times=[3.0]), dict(times=[1.5])) == (2.0, 2.0, 2.0)
 
+@pytest.mark.slow
 def test_gpu_benchmarks_measure_no_gpu_figure_without_a_gpu(tmp_path):
     "benchmarks/gpu.py on small shapes: numpy rows only where no GPU is usable, each GPU section named as skipped; --device cuda refuses clearly."
     import subprocess, sys

@@ -64,11 +64,13 @@ def _dpsgd_audit(canary, runner=None, runs=100, problem=None):
     # C = L (logistic's declared default is L/10): only the out-of-bound canary is ever clipped, so a leaked count is exact
     return canary_audit(runner or api_runner("dp-sgd", EPS, DELTA, C=1.0), D, Dp, runs, EPS, DELTA, CONF)
 
+@pytest.mark.slow
 def test_catches_exact_clip_counts_in_the_result(monkeypatch):
     monkeypatch.setattr(M, "_diagnostics", lambda res, diagnostics, algorithm, L: res)       # the counts stay in every Result
     audit = _dpsgd_audit("huge")
     assert audit.violated and audit.worst[0].startswith("nonprivate.clipped"), audit   # the count and the fraction leak alike
 
+@pytest.mark.slow
 def test_catches_a_clipping_warning_raised_without_being_asked(monkeypatch):
     from dpnotebooks.clipping import warn_clipping
     def warn_always(res, diagnostics, algorithm, L):
@@ -77,6 +79,7 @@ def test_catches_a_clipping_warning_raised_without_being_asked(monkeypatch):
     audit = _dpsgd_audit("huge")
     assert audit.violated and audit.worst[0] == "warnings", audit
 
+@pytest.mark.slow
 def test_catches_a_loss_on_the_private_data_in_the_json(monkeypatch):
     original = cli._record
     def leaky(algorithm, problem, data, p, held, what, res, nonprivate_diagnostics):

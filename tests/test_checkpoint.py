@@ -108,7 +108,7 @@ def test_kill_and_resume_is_bit_for_bit(algorithm, tmp_path):
     if ALGORITHMS[algorithm].access == "single-pass":                        # no sample used twice across the interruption
         assert res["max_uses_per_sample"] == 1 and res["samples_used"] == ref["samples_used"]
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), pytest.param(signal.SIGTERM, 143, marks=pytest.mark.slow)])
 def test_interrupt_saves_and_exits_cleanly(sig, code, tmp_path):
     ck = tmp_path / "run.ck"
     rc, step, total, err = _run_and_kill(_argv("klt-single-pass") + ["--checkpoint", str(ck), "--checkpoint-every", "500"], 1, 0.0, sig)
@@ -213,7 +213,9 @@ def test_sigint_in_process_saves_the_step_it_stops_after(tmp_path):
     res = minimize(_CtrlC(p.data), "klt-single-pass", checkpoint=path, resume=True, **kw)   # SIGINT is sent only once
     assert np.array_equal(res.x, minimize(p, "klt-single-pass", **kw).x)
 
-@pytest.mark.parametrize("algorithm", sorted(RUNS))
+SLOW_FAILED_SAVE = {"klt-first-order", "klt-single-pass", "o2nc-nonprivate"}       # the longest runs: in the slow tier
+
+@pytest.mark.parametrize("algorithm", [pytest.param(a, marks=pytest.mark.slow if a in SLOW_FAILED_SAVE else ()) for a in sorted(RUNS)])
 def test_a_failed_save_stops_with_its_ledger_and_resumes(algorithm, tmp_path, monkeypatch):
     "Disk full at the 3rd save: the run stops with RunStopped naming the step whose state was lost and the exact ledger of the releases made by then; the 2nd save is intact and resumes bit for bit."
     import errno

@@ -31,6 +31,7 @@ def test_demo_writes_table_plot_and_json(tmp_path):
     for g in (r["goldstein_x0"], pv["goldstein_out"], r["reference"]["goldstein_out"]):
         assert 0 <= g <= 1.0 + 1e-9   # L = 1 bounds every gradient, hence the hull's min norm
 
+@pytest.mark.slow
 def test_demo_is_reproducible_with_a_seed(tmp_path):
     a = run("demo", "--out", str(tmp_path / "a"), "--n", "3000", "--quiet", "--seed", "5")
     b = run("demo", "--out", str(tmp_path / "b"), "--n", "3000", "--quiet", "--seed", "5")

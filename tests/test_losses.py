@@ -64,8 +64,10 @@ def test_the_same_network_in_torch_and_jax_gives_the_same_numbers():
     assert np.allclose(pj.value(Xj, pj.data[:9]), pt.value(Xt, pt.data[:9]), rtol=0, atol=1e-12)
     assert np.allclose(pj.predict(Xj[0], pj.data.A), pt.predict(Xt[0], pt.data.A), rtol=0, atol=1e-12)
 
-@pytest.mark.parametrize("algorithm, kw", [("dp-sgd", dict(alpha=0.01)), ("klt-first-order", dict(alpha=0.05, m=8)),
-                                           ("ztc", dict(alpha=0.05)), ("klt-single-pass", dict(alpha=0.05, m=8))])
+@pytest.mark.parametrize("algorithm, kw", [("dp-sgd", dict(alpha=0.01)),               # the others in the slow tier
+                                           pytest.param("klt-first-order", dict(alpha=0.05, m=8), marks=pytest.mark.slow),
+                                           pytest.param("ztc", dict(alpha=0.05), marks=pytest.mark.slow),
+                                           pytest.param("klt-single-pass", dict(alpha=0.05, m=8), marks=pytest.mark.slow)])
 def test_algorithms_run_a_jax_loss_within_budget_and_reproducibly(algorithm, kw):
     prob = jax_mlp(data(3000))
     a, b = (minimize(prob, algorithm, epsilon=2.0, delta=1e-5, seed=4, **kw) for _ in range(2))

@@ -138,6 +138,7 @@ def test_recorded_shifts_equal_one_run_per_canary_across_a_period():
     assert np.allclose(sh.dense(), H, rtol=0, atol=1e-12) and np.allclose(sh.U0, U0, rtol=0, atol=1e-12)
     assert (zo.clipped_block_mean, ztc.zo_two_point_clipped, ztc.zo_from_differences) == before   # the tap is gone
 
+@pytest.mark.slow
 def test_zeroth_order_bugs_caught_with_recorded_shifts():
     "m = 256, about 0.5 s a run: ztc-naive and ztc correct below the claim and clipping off caught."
     for name, m in (("ztc-naive", 256), ("ztc", 256)):

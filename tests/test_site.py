@@ -165,7 +165,7 @@ def test_a_reused_kernel_starts_each_page_fresh(tmp_path):
     assert any("image/png" in o.get("data", {}) for o in second.cells[1].outputs), second.cells[1].outputs     # inline again
 
 def test_the_fast_tier_build_reports_every_failure_and_the_slow_tier_reuses_its_pages(tmp_path, monkeypatch, capsys):
-    "`--skip-slow --keep-going` (the fast tier) builds every page, lists each failing notebook and exits 1; `--reuse-built` (the slow tier) then runs only the pages with slow cells and the failed ones, not those already built from the same sources."
+    "`--no-slow-pages --keep-going` (the fast tier) builds every page without slow cells, lists each failing notebook and exits 1; `--reuse-built` (the slow tier) then runs the pages with slow cells, in full, and the failed ones, not those already built from the same sources."
     import importlib.util, nbformat
     spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
     bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
@@ -180,14 +180,17 @@ def test_the_fast_tier_build_reports_every_failure_and_the_slow_tier_reuses_its_
     write(nbs / "core" / "02_slow.ipynb", "print('fast', 'ran')", "#| slow\nprint('slow', 'ran')", "#| notest\nraise ValueError")  # a flagged cell: never run
     monkeypatch.setattr(bs, "NBS", nbs); monkeypatch.setattr(bs, "ROOT", tmp_path)    # the pages, test flags and source key
     out = tmp_path / "site"
-    with pytest.raises(SystemExit): bs.build(out, jobs=1, skip_slow=True, keep_going=True)
-    err = capsys.readouterr().err
-    assert "01_bad.ipynb FAILED" in err and "a failing check" in err and "Notebooks that failed:\n\t01_bad.ipynb" in err, err
-    assert (out / "index.html").exists() and "fast ran" in (out / "02_slow.html").read_text() and not (out / "01_bad.html").exists()
-    assert "slow ran" not in (out / "02_slow.html").read_text()
+    with pytest.raises(SystemExit): bs.build(out, jobs=1, slow_pages=False, keep_going=True)
+    std = capsys.readouterr()
+    assert "01_bad.ipynb FAILED" in std.err and "a failing check" in std.err and "Notebooks that failed:\n\t01_bad.ipynb" in std.err, std.err
+    assert "1 notebooks with slow cells left out (the slow tier runs them): 02_slow" in std.out, std.out
+    assert (out / "index.html").exists() and not (out / "02_slow.html").exists() and not (out / "01_bad.html").exists()
     with pytest.raises(SystemExit): bs.build(out, jobs=1, reuse_built=True, keep_going=True)
     assert "1 pages already built from these sources (reused): index" in capsys.readouterr().out
-    assert "slow ran" in (out / "02_slow.html").read_text()
+    assert "fast ran" in (out / "02_slow.html").read_text() and "slow ran" in (out / "02_slow.html").read_text()
     assert bs.built(out, nbs / "core" / "02_slow.ipynb", bs.source_key()) and not bs.complete(out)    # 01_bad still fails
+    bs.build(out, jobs=1, only=["02_slow"], skip_slow=True)               # as nbdev-test runs it: the slow cell left out ...
+    assert "fast ran" in (out / "02_slow.html").read_text() and "slow ran" not in (out / "02_slow.html").read_text()
+    assert not bs.built(out, nbs / "core" / "02_slow.ipynb", bs.source_key())       # ... so the slow tier would run it again
     write(nbs / "core" / "01_bad.ipynb", "assert 1 == 1")                 # a changed source: no page is reused
     assert sorted(bs.build(out, jobs=1, reuse_built=True)) == ["01_bad.html", "02_slow.html", "index.html"] and bs.complete(out)

@@ -107,6 +107,7 @@ def test_runs_on_array_api_strict_as_on_numpy():
     assert json.dumps(b["privacy"]["events"], sort_keys=True, default=str) == json.dumps(a["privacy"]["events"], sort_keys=True, default=str)
     assert (b["samples_used"], b["max_uses_per_sample"]) == (a["samples_used"], a["max_uses_per_sample"])
 
+@pytest.mark.slow
 def test_kill_and_resume_is_bit_for_bit(tmp_path):
     "As tests/test_checkpoint.py does for every algorithm in its RUNS: killed mid-run, resumed, the same result (the reuse stream included)."
     import signal

@@ -52,9 +52,10 @@ def test_the_tiers_run_both_parts_even_when_one_fails(tmp_path, monkeypatch):
     monkeypatch.setattr(t, "parts", lambda tier: [("first", [sys.executable, "-c", "raise SystemExit(3)"], {}),
                                                   ("second", [sys.executable, "-c", f"open({str(marker)!r}, 'w')"], {})])
     assert t.run("fast") == 1 and marker.exists()
-    assert [n for n, _, _ in _tool("test").parts("fast")] == ["notebooks", "pytest"]
+    assert [n.split()[0] for n, _, _ in _tool("test").parts("fast")] == ["notebooks", "pytest"]
     fast, slow = (_tool("test").parts(t)[0][1] for t in ("fast", "slow"))        # the notebooks run once: the slow build reuses the fast one's pages
-    assert {"--skip-slow", "--keep-going"} <= set(fast) and "--reuse-built" in slow and fast[fast.index("--out") + 1] == slow[slow.index("--out") + 1]
+    assert {"--no-slow-pages", "--keep-going"} <= set(fast) and "--reuse-built" in slow and fast[fast.index("--out") + 1] == slow[slow.index("--out") + 1]
+    assert not {"--no-slow-pages", "--skip-slow"} & set(slow)                  # the slow tier runs the rest, slow cells included
 
 def test_slow_tests_are_left_out_of_the_fast_tier():
     res = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_site.py"], cwd=ROOT,

@@ -13,6 +13,7 @@ def tiny():
     res = utility_experiment(["wine"], [0.5, 4.0], algorithms=["dp-sgd", "abggmu-tree-spider"], seeds=2, mlp=True, tuned=True, progress=False)
     return json.loads(json.dumps(res))          # what the CLI writes: plain JSON
 
+@pytest.mark.slow
 def test_structure(tiny):
     c = tiny["config"]
     assert c["series"] == ["dp-sgd", "abggmu-tree-spider", "dp-sgd-tuned", "dp-sgd (mlp)"] and c["seeds"] == 2 and c["delta"] == 1e-5
@@ -26,6 +27,7 @@ def test_structure(tiny):
     assert all(set(r["hyperparameters"]) == {"C", "epochs"} for r in tuned)
     assert "non-private reference" in format_utility(tiny)
 
+@pytest.mark.slow
 def test_epsilon_spent_within_budget(tiny):
     for p in tiny["points"]:
         assert p["epsilon_spent"] <= p["epsilon"] + 1e-9

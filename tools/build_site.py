@@ -12,12 +12,13 @@ Quarto (what `nbdev-docs` uses) cannot be installed on every machine, so this sc
 - figures inline (base64), math by a local MathJax (the `jupyter-server-mathjax` package, no CDN),
   links between notebooks rewritten to the pages, a sidebar on every page, no script loaded from the network.
 
-    python tools/build_site.py [--out _site] [--jobs 2] [--only 21_sosp,index] [--no-execute] [--skip-slow] [--reuse-built]
-                               [--keep-going] [--cell-timeout 900] [--cell-timing-min 20]
+    python tools/build_site.py [--out _site] [--jobs 2] [--only 21_sosp,index] [--no-execute] [--skip-slow] [--no-slow-pages]
+                               [--reuse-built] [--keep-going] [--cell-timeout 900] [--cell-timing-min 20]
 
-The fast test tier (tools/test.py) runs the notebooks' checks through this build (`--skip-slow --keep-going`, cells stopped
-at 120 s); each page executed is recorded in `<out>/.built/` with the key of the sources it ran from (`source_key`), and the
-slow tier's build (`--reuse-built`) then executes only the pages with slow cells, and any page whose sources changed.
+The fast test tier (tools/test.py) runs the checks of the notebooks without slow cells through this build (`--no-slow-pages
+--keep-going`, cells stopped at 120 s); each page executed is recorded in `<out>/.built/` with the key of the sources it ran
+from (`source_key`), and the slow tier's build (`--reuse-built`) then executes the notebooks with slow cells, in full, and any
+page whose sources changed: in CI every notebook runs once.
 """
 from __future__ import annotations
 import argparse, ast, html, importlib, os, re, shutil, sys, time
@@ -355,16 +356,19 @@ def complete(out: Path) -> bool:
 
 
 def build(out: Path, jobs: int = 2, only=None, run: bool = True, skip_slow: bool = False, reuse_built: bool = False,
-          keep_going: bool = False, timeout: int = 900, timing_min: float | None = None) -> list:
+          keep_going: bool = False, timeout: int = 900, timing_min: float | None = None, slow_pages: bool = True) -> list:
     """Build the pages into `out`; returns the names of the pages built. `reuse_built`: leave out the pages already there from
     the same sources (`source_key`; a page built with `skip_slow` counts only if it has no slow cell: the fast tier's build,
-    reused by the slow tier's). `keep_going`: build every page even when one fails, print each failure and raise
+    reused by the slow tier's). `slow_pages=False`: leave out the notebooks with slow cells (the fast tier). `keep_going`: build every page even when one fails, print each failure and raise
     SystemExit(1) at the end (as a test run should). `timing_min`: print the cells slower than this."""
     import nbformat
     out.mkdir(parents=True, exist_ok=True)
     paths = notebooks()
     pages = [(p.stem, title_of(nbformat.read(p, as_version=4)), "" if p.parent == NBS else p.parent.name) for p in paths]
     todo = [p for p in paths if not only or p.stem in only]
+    if not slow_pages:
+        left = [p for p in todo if has_slow(p)]; todo = [p for p in todo if p not in left]
+        if left: print(f"{len(left)} notebooks with slow cells left out (the slow tier runs them): {', '.join(p.stem for p in left)}", flush=True)
     key = source_key() if run else None
     if reuse_built and run:
         kept = [p for p in todo if built(out, p, key, skip_slow)]
@@ -422,6 +426,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, help="comma-separated notebook stems to build (default: all)")
     ap.add_argument("--no-execute", action="store_true", help="render the notebooks as stored (no outputs)")
     ap.add_argument("--skip-slow", action="store_true", help="do not run the cells marked `#| slow` (their outputs are left out)")
+    ap.add_argument("--no-slow-pages", action="store_true", help="leave out the notebooks that have `#| slow` cells")
     ap.add_argument("--reuse-built", action="store_true", help="keep the pages already in --out from the same sources (see source_key)")
     ap.add_argument("--keep-going", action="store_true", help="build every page even if one fails; list the failures, exit 1")
     ap.add_argument("--cell-timeout", type=int, default=900, help="seconds a cell may run (default 900)")
@@ -429,7 +434,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     t0 = time.time()
     names = build(Path(a.out), a.jobs, a.only.split(",") if a.only else None, not a.no_execute, a.skip_slow, a.reuse_built,
-                  a.keep_going, a.cell_timeout, a.cell_timing_min)
+                  a.keep_going, a.cell_timeout, a.cell_timing_min, not a.no_slow_pages)
     print(f"built {len(names)} pages in {a.out} in {time.time() - t0:.0f} s")
     return 0
 

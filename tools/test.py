@@ -5,11 +5,12 @@
                                                   # notebooks with `#| slow` cells, then the tests marked slow
     .venv/bin/python tools/test.py --tier all     # both
 
-The notebooks' checks run as nbdev-test runs them (the cells flagged `slow`, `notest` or `gpu` and `#| eval: false` left
-out, every notebook even when one fails), through the site build (tools/build_site.py --skip-slow --keep-going): each page
-is executed in a Jupyter kernel reset before it, as a fresh one, and rendered into $DPNB_SITE (default _site/). The slow
-tier's build then reuses those pages where nothing they ran from has changed and no slow cell was left out, so no notebook
-runs twice in `.ci/run`; the site tests open that build. `nbdev-test` itself runs the same checks.
+The fast tier runs the notebooks that have no `#| slow` cell, as nbdev-test runs them (the cells flagged `notest` or `gpu`
+and `#| eval: false` left out, every notebook even when one fails), through the site build (tools/build_site.py
+--no-slow-pages --keep-going): each page is executed in a Jupyter kernel reset before it, as a fresh one, and rendered into
+$DPNB_SITE (default _site/). The slow tier's build runs the notebooks with slow cells, in full, and reuses the fast tier's
+pages where nothing they ran from has changed, so each notebook runs once in `.ci/run`; the site tests open that build.
+`nbdev-test` runs every notebook's checks but the slow cells; `nbdev-test --flags slow` runs them all.
 
 Prints the time of each part and of the tier, pytest's 25 slowest tests (`--durations`), the slowest pages and the cells
 slower than 20 s (a fast-tier cell is stopped at 120 s; none should pass 60 s); the exit status is 0 only when every part
@@ -32,9 +33,9 @@ def parts(tier:str) -> list:
     pytest = [str(BIN / "python"), "-m", "pytest", "-n", "2", "--dist", "loadfile", "--durations=25", "-q", "tests"]
     site = os.environ.get("DPNB_SITE") or str(ROOT / "_site")
     build = [str(BIN / "python"), str(ROOT / "tools" / "build_site.py"), "--out", site, "--keep-going"]
-    notebooks = build + ["--skip-slow", "--cell-timeout", "120", "--cell-timing-min", "20"]
-    fast = [("notebooks", notebooks, {}), ("pytest", pytest, {})]
-    slow = [("site build (the notebooks with slow cells; the pages the fast tier built from these sources reused)",
+    notebooks = build + ["--no-slow-pages", "--cell-timeout", "120", "--cell-timing-min", "20"]
+    fast = [("notebooks (those without slow cells)", notebooks, {}), ("pytest", pytest, {})]
+    slow = [("site build (the notebooks with slow cells, in full; the pages the fast tier built from these sources reused)",
              build + ["--reuse-built"], {}),
             ("pytest -m slow", pytest + ["-m", "slow"], dict(DPNB_SITE=site))]
     return dict(fast=fast, slow=slow, all=fast + slow)[tier]
