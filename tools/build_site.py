@@ -359,8 +359,9 @@ def build(out: Path, jobs: int = 2, only=None, run: bool = True, skip_slow: bool
           keep_going: bool = False, timeout: int = 900, timing_min: float | None = None, slow_pages: bool = True) -> list:
     """Build the pages into `out`; returns the names of the pages built. `reuse_built`: leave out the pages already there from
     the same sources (`source_key`; a page built with `skip_slow` counts only if it has no slow cell: the fast tier's build,
-    reused by the slow tier's). `slow_pages=False`: leave out the notebooks with slow cells (the fast tier). `keep_going`: build every page even when one fails, print each failure and raise
-    SystemExit(1) at the end (as a test run should). `timing_min`: print the cells slower than this."""
+    reused by the slow tier's). `slow_pages=False`: leave out the notebooks with slow cells (the fast tier). `keep_going`:
+    build every page even when one fails, print each failure and raise SystemExit(1) at the end (as a test run should).
+    `timing_min`: print the cells slower than this."""
     import nbformat
     out.mkdir(parents=True, exist_ok=True)
     paths = notebooks()

@@ -1,9 +1,10 @@
-"""Time every cell of notebooks as the fast tier runs them (cells flagged `#| slow`, `#| notest`, `#| gpu` or `#| eval: false` skipped).
+"""Time every cell of notebooks as nbdev-test runs them (cells flagged `#| slow`, `#| notest`, `#| gpu` or `#| eval: false` skipped).
 
     .venv/bin/python tools/cell_times.py nbs/experiments/60_sample_complexity.ipynb [...] [--top 10] [--flags slow]
 
 Prints each notebook's total and its slowest cells (index, id, seconds, first line). `--flags slow` also runs the slow cells
-(what `.ci/run`'s second tier adds). The fast tier promises no cell over 60 s on CI's 2-core machine.
+(the fast tier runs only the notebooks without them; `.ci/run`'s second tier runs the others in full). The fast tier
+promises no cell over 60 s on CI's 2-core machine.
 """
 import argparse, json, os, re, sys, time
 from pathlib import Path
