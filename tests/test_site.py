@@ -8,6 +8,7 @@ import os, shutil, subprocess, sys, time
 from pathlib import Path
 from urllib.parse import urlparse, unquote
 import pytest
+from tools_loader import tool
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -32,10 +33,8 @@ return bad;
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    import importlib.util
     out = Path(os.environ.get("DPNB_SITE") or tmp_path_factory.mktemp("site"))
-    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
-    bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
+    bs = tool("build_site")
     if not bs.complete(out):          # the pages missing, failed, built without their slow cells or from other sources
         subprocess.run([sys.executable, str(ROOT / "tools" / "build_site.py"), "--out", str(out), "--reuse-built"], check=True, timeout=1800)
     return out
@@ -104,9 +103,8 @@ def test_math_and_figures_render(site, browser):
 
 def test_build_never_runs_export_cells(tmp_path):
     "Like nbdev-test, the site build skips `nbdev_export()` cells: notebooks built in parallel must not race on the package files."
-    import importlib.util, nbformat
-    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
-    bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
+    import nbformat
+    bs = tool("build_site")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
                                          nbformat.v4.new_code_cell("import nbdev; nbdev.nbdev_export(); raise SystemExit('export ran')"),
                                          nbformat.v4.new_code_cell("print(x + 1)")])
@@ -117,9 +115,8 @@ def test_build_never_runs_export_cells(tmp_path):
 
 def test_a_heartbeat_thread_blocked_at_shutdown_does_not_hang_the_build():
     "The site build's HBChannel.stop gives up on a heartbeat thread blocked on a dead kernel's socket, and leaves its socket open."
-    import importlib.util, threading
-    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
-    bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
+    import threading
+    bs = tool("build_site")
     class Blocked(threading.Thread):
         def __init__(self):
             super().__init__(daemon=True); self._exit, self.release, self.closed = threading.Event(), threading.Event(), False
@@ -132,9 +129,8 @@ def test_a_heartbeat_thread_blocked_at_shutdown_does_not_hang_the_build():
 
 def test_a_reused_kernel_starts_each_page_fresh(tmp_path):
     "Pages run in one kernel (`execute(..., reuse=True)`, as the build does) see none of the previous page's names, warnings filters, environment, sys.path, matplotlib settings, backend or JAX precision, and run in their own folder."
-    import importlib.util, nbformat
-    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
-    bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
+    import nbformat
+    bs = tool("build_site")
     def nb(src):
         plot = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(); ax.plot([0, 1])"     # a figure on each page, shown
         n = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src), nbformat.v4.new_code_cell(plot)])
@@ -166,9 +162,8 @@ def test_a_reused_kernel_starts_each_page_fresh(tmp_path):
 
 def test_the_fast_tier_build_reports_every_failure_and_the_slow_tier_reuses_its_pages(tmp_path, monkeypatch, capsys):
     "`--no-slow-pages --keep-going` (the fast tier) builds every page without slow cells, lists each failing notebook and exits 1; `--reuse-built` (the slow tier) then runs the pages with slow cells, in full, and the failed ones, not those already built from the same sources."
-    import importlib.util, nbformat
-    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
-    bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
+    import nbformat
+    bs = tool("build_site")
     nbs = tmp_path / "nbs"; (nbs / "core").mkdir(parents=True)
     (tmp_path / "pyproject.toml").write_text('[tool.nbdev]\ntst_flags = "notest slow gpu"\n')
     def write(path, *srcs):

@@ -1,10 +1,9 @@
 """How tools/build_site.py renders a page, without a browser: its exporter skips nbconvert's sanitizer (bleach) on the
 highlighted code input only, and the page is the one nbconvert's own lab exporter writes."""
-import copy, importlib.util
-from pathlib import Path
+import copy
 import pytest
+from tools_loader import tool
 
-ROOT = Path(__file__).resolve().parents[1]
 nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (pip install -e '.[dev]')")
 nbconvert = pytest.importorskip("nbconvert", reason="nbconvert is not installed (pip install -e '.[dev]')")
 
@@ -17,12 +16,6 @@ CODE = ["<script>alert(1)</script>",
 MARKDOWN = "Text with <b>HTML</b>, $a < b$ & more."
 
 
-def _build_site():
-    spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
-    bs = importlib.util.module_from_spec(spec); spec.loader.exec_module(bs)
-    return bs
-
-
 def _nb():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(MARKDOWN)] + [nbformat.v4.new_code_cell(c) for c in CODE])
     nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
@@ -30,7 +23,7 @@ def _nb():
 
 
 def test_the_page_is_what_nbconvert_writes_with_the_sanitizer():
-    bs = _build_site()
+    bs = tool("build_site")
     from nbconvert import HTMLExporter
     ref = HTMLExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True, mathjax_url=bs.MATHJAX)
     nb = _nb()
@@ -43,7 +36,7 @@ def test_the_page_is_what_nbconvert_writes_with_the_sanitizer():
 
 def test_the_comparison_can_fail():
     "The unsanitized filter is what the page uses: feeding a raw tag through it shows (bleach would have escaped it)."
-    bs = _build_site()
+    bs = tool("build_site")
     clean = bs._exporter(_nb()).environment.filters["clean_html"]
     raw = "<script>alert(1)</script>"
     assert clean(bs._Highlighted(raw)) == raw and clean(raw) != raw

@@ -1,24 +1,21 @@
 """Issue 19: the package's shape stays what it was made. The import graph has no cycle and no module imports a `_`-prefixed
 name from another; the budget is checked in one place (`minimize`); every driver runs through `run_loop`; the package face
 exports the entry points; and the test tiers run both halves even when one fails."""
-import ast, importlib.util, json, subprocess, sys
+import ast, json, subprocess, sys
 from pathlib import Path
 import pytest
+from tools_loader import tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
-def _tool(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod); return mod
-
 def test_import_graph_is_acyclic_and_imports_no_private_names():
-    ig = _tool("import_graph")
+    ig = tool("import_graph")
     edges, private = ig.graph(ROOT)
     assert ig.cycles(edges) == [], ig.cycles(edges)
     assert private == [], private
 
 def test_cycle_detection_can_fail():
-    ig = _tool("import_graph")
+    ig = tool("import_graph")
     assert ig.cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 def _calls(name):
@@ -47,13 +44,13 @@ def test_the_package_face():
     assert "problem:" in dpnotebooks.minimize.__doc__ and "A tour" in dpnotebooks.__doc__
 
 def test_the_tiers_run_both_parts_even_when_one_fails(tmp_path, monkeypatch):
-    t = _tool("test")
+    t = tool("test")
     marker = tmp_path / "second-ran"
     monkeypatch.setattr(t, "parts", lambda tier: [("first", [sys.executable, "-c", "raise SystemExit(3)"], {}),
                                                   ("second", [sys.executable, "-c", f"open({str(marker)!r}, 'w')"], {})])
     assert t.run("fast") == 1 and marker.exists()
-    assert [n.split()[0] for n, _, _ in _tool("test").parts("fast")] == ["notebooks", "pytest"]
-    fast, slow = (_tool("test").parts(t)[0][1] for t in ("fast", "slow"))        # the notebooks run once: the slow build reuses the fast one's pages
+    assert [n.split()[0] for n, _, _ in tool("test").parts("fast")] == ["notebooks", "pytest"]
+    fast, slow = (tool("test").parts(t)[0][1] for t in ("fast", "slow"))        # the notebooks run once: the slow build reuses the fast one's pages
     assert {"--no-slow-pages", "--keep-going"} <= set(fast) and "--reuse-built" in slow and fast[fast.index("--out") + 1] == slow[slow.index("--out") + 1]
     assert not {"--no-slow-pages", "--skip-slow"} & set(slow)                  # the slow tier runs the rest, slow cells included
 
