@@ -37,6 +37,6 @@ if __name__ == "__main__":
     algs = [sys.argv[1]] if len(sys.argv) > 1 else [a for a in ALGORITHMS if "nonprivate" not in a]
     accountant = sys.argv[2] if len(sys.argv) > 2 else "pld"
     calibration_seconds("dp-sgd", 1000, accountant)                          # warm the imports once
-    print(f"| algorithm | " + " | ".join(f"n = {n:.0e}" for n in SIZES) + " |   (seconds, accountant '" + accountant + "')")
+    print("| algorithm | " + " | ".join(f"n = {n:.0e}" for n in SIZES) + " |   (seconds, accountant '" + accountant + "')")
     print("|---|" + "---|" * len(SIZES))
     for alg in algs: print(f"| {alg} | " + " | ".join(calibration_seconds(alg, n, accountant) for n in SIZES) + " |", flush=True)

@@ -39,7 +39,7 @@ def main(argv=None):
 
 def _measure(a):
     default, whole = problems.BLOCK_ELEMENTS, 1 << 62
-    print(f"| d | points | blocks of 2^17 s | one product s | ratio | norm difference |\n|---|---|---|---|---|---|")
+    print("| d | points | blocks of 2^17 s | one product s | ratio | norm difference |\n|---|---|---|---|---|---|")
     for d in (int(s) for s in a.d.split(",")):
         ev = planted_robust_regression(a.n, d, 12345); x = np.full(d, 0.1)
         times, norms = {default: [], whole: []}, {}

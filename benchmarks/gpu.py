@@ -10,13 +10,13 @@ Run where a CUDA GPU, cupy and torch are installed (skipped sections say why oth
 Every time is the median of `--repeat` calls after a warm-up, with the GPU synchronized before the clock stops
 (`dpnotebooks.bench.measure`). Nothing here is asserted: these are measurements, written down with the machine.
 """
-import argparse, json, math, os, sys, time
+import argparse, json, math, sys, time
 from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dpnotebooks.backend import available_backends, use_backend, get_xp, make_rng
-from dpnotebooks.bench import bench_zo, bench_mlp, machine, measure, bench_problem
+from dpnotebooks.bench import bench_zo, machine, measure
 
 def _ms(t): return f"{t * 1e3:.3g}"
 
@@ -107,7 +107,7 @@ def suite_rows(limit):
     import signal
     from dpnotebooks.bench import GRIDS, _suite_jobs, _run_job
     from dpnotebooks.minimize import ALGORITHMS
-    import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm
+    import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm  # noqa: F401 (registers them)
     g = GRIDS["quick"]; jobs = _suite_jobs(g, ["cupy"], ["float64"], list(ALGORITHMS))
     def alarm(*_): raise TimeoutError(f"over the {limit} s limit per job")
     old, rows = signal.signal(signal.SIGALRM, alarm), []

@@ -9,10 +9,10 @@ __all__ = ['PARAMS_HEADER', 'set_backend', 'get_backend', 'use_backend', 'availa
            'get_problem', 'list_problems', 'load_file', 'with_data', 'Ledger', 'Result', 'BudgetExceededError', 'Plan',
            'InsufficientDataError', 'list_algorithms', 'RunStopped', 'minimize', 'plan', 'planned_ledger',
            'code_labels', 'train_test_split', 'public_scaler', 'fit_private_scaler', 'tune', 'plan_tuning',
-           'TuneResult']
+           'TuneResult', 'from_jax', 'from_torch', 'FrameworkLoss']
 
 # %% ../nbs/interface/51_package.ipynb #22ebfb50
-__version__ = "0.0.3"
+__version__ = "0.1.0"
 __doc__ = """dpnotebooks: differentially private optimization of nonsmooth and nonconvex losses.
 
 A tour in a few names (each is documented: `help(dpnotebooks.minimize)` lists every parameter):
@@ -52,12 +52,12 @@ from .data import code_labels, train_test_split, public_scaler, fit_private_scal
 from .tuning import tune, plan_tuning, TuneResult
 import dpnotebooks.lower_bounds  # registers the problem 'abggmu-lower-bound' (it imports problems, so problems cannot import it)
 import dpnotebooks.ganesh_sosp  # registers ganesh-sosp, LT's baseline (nbs/algorithms/21b_ganesh_sosp)
-import dpnotebooks.sosp_erm  # registers lt-sosp-erm, LT App. C's ERM variant (nbs/algorithms/21a_sosp_erm)
+import dpnotebooks.sosp_erm  # registers lt-sosp-erm, LT App. C's ERM variant (nbs/algorithms/21a_sosp_erm)  # noqa: F401
 
 _all_ = ["set_backend", "get_backend", "use_backend", "available_backends", "Dataset", "Problem", "get_problem", "list_problems",
          "load_file", "with_data", "Ledger", "Result", "BudgetExceededError", "Plan", "InsufficientDataError", "list_algorithms",
          "RunStopped", "minimize", "plan", "planned_ledger", "code_labels", "train_test_split", "public_scaler", "fit_private_scaler",
-         "tune", "plan_tuning", "TuneResult"]
+         "tune", "plan_tuning", "TuneResult", "from_jax", "from_torch", "FrameworkLoss"]
 
 # %% ../nbs/interface/51_package.ipynb #f90943cc
 PARAMS_HEADER = "Parameters (from the comments in the signature):"

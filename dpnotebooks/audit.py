@@ -10,7 +10,7 @@ import math
 from typing import NamedTuple, Callable
 import numpy as np
 from scipy import stats
-from .backend import get_xp, asarray, to_numpy, make_rng
+from .backend import to_numpy, make_rng
 from .privacy import calibrate_gaussian, calibrate_tree, gaussian_event, tree_event, epsilon_of
 from .tree import TreeMechanism
 from .problems import Dataset, Logistic

@@ -7,7 +7,6 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/audits/audit_ganesh_sosp.html.md
 # %% ../nbs/audits/43b_audit_ganesh_sosp.ipynb #gb000002
 from __future__ import annotations
 import math
-from typing import Callable
 import numpy as np
 from .backend import to_numpy, make_rng
 from .problems import Saddle

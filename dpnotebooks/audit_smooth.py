@@ -7,7 +7,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/audits/audit_smooth.html.md"""
 # %% ../nbs/audits/42_audit_smooth.ipynb #886b1854
 from __future__ import annotations
 import math
-from typing import NamedTuple, Callable
+from typing import NamedTuple
 import numpy as np
 from .backend import to_numpy, make_rng
 from .problems import Dataset, LinearModel

@@ -7,13 +7,12 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/audits/audit_sosp.html.md"""
 # %% ../nbs/audits/43_audit_sosp.ipynb #5d39a17a
 from __future__ import annotations
 import math
-from typing import Callable
 import numpy as np
 from .backend import to_numpy, make_rng, vnorm
 from .problems import Dataset, Saddle
 from .privacy import gaussian_event, epsilon_of
 from .tree import nodes_containing
-from .audit import AUDITS, AuditResult, epsilon_lower_bound
+from .audit import AUDITS, epsilon_lower_bound
 from .audit_algorithms import registered_audit
 from .audit_smooth import SmoothAudit, Trials
 from contextlib import contextmanager

@@ -7,12 +7,11 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/audits/audit_sosp_erm.html.md"""
 # %% ../nbs/audits/43a_audit_sosp_erm.ipynb #defd5d4d
 from __future__ import annotations
 import math
-from typing import Callable
 import numpy as np
 from .backend import to_numpy
 from .problems import Saddle
 from .privacy import gaussian_event, epsilon_of
-from .audit import AUDITS, AuditResult, epsilon_lower_bound
+from .audit import AUDITS, epsilon_lower_bound
 from .audit_algorithms import registered_audit
 from .audit_smooth import SmoothAudit
 from .audit_sosp import run_sosp_audit

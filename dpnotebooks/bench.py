@@ -10,9 +10,8 @@ import json, math, os, platform, time, tracemalloc, warnings
 from pathlib import Path
 import numpy as np
 
-from .backend import available_backends, default_chunk, get_backend, get_dtype, get_xp, make_rng, use_backend, to_numpy
+from .backend import available_backends, default_chunk, get_backend, get_dtype, get_xp, make_rng, use_backend
 from .problems import ReluNet, RobustRegression, Dataset
-from .smoothing import two_point_differences
 from .zo_oracles import block_sizes, clipped_block_mean, zo_blocks
 from .tree import TreeMechanism
 
@@ -161,7 +160,7 @@ def _time_and_peak(run) -> tuple:
 def bench_end_to_end(algorithm:str, n:int=20000, d:int=10, epsilon:float=1.0, delta:float=1e-5) -> dict:
     "One run for time and one for peak memory of `algorithm` on its benchmark problem: samples read per second and steps per second."
     from dpnotebooks.minimize import minimize, ALGORITHMS
-    import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm
+    import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm  # noqa: F401 (registers them)
     if algorithm not in ALGORITHMS: raise ValueError(f"Unknown algorithm {algorithm!r}. Available: {', '.join(ALGORITHMS)}.")
     p, nn, dd, kw = _e2e_setup(algorithm, n, d, epsilon, delta)
     res, sec, peak = _time_and_peak(lambda: minimize(p, algorithm, seed=0, **kw))
@@ -252,7 +251,7 @@ def run_suite(quick:bool=False, # the small CI grid
     "Every benchmark of the grid on every backend: {'machine', 'grid', 'rows'}."
     from tqdm.auto import tqdm
     from dpnotebooks.minimize import ALGORITHMS
-    import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm
+    import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm  # noqa: F401 (registers them)
     g = GRIDS["quick" if quick else "full"]
     backends, algorithms, dtypes = _suite_checks(backends, algorithms, dtype, ALGORITHMS)
     jobs = _suite_jobs(g, backends, dtypes, algorithms)

@@ -6,7 +6,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/audits/canary_audit.html.md"""
 
 # %% ../nbs/audits/44_canary_audit.ipynb #102b8d1d
 from __future__ import annotations
-import contextlib, json, math, os, tempfile, warnings
+import json, math, os, tempfile, warnings
 from typing import Callable, NamedTuple
 import numpy as np
 from .backend import to_numpy

@@ -10,7 +10,7 @@ import hashlib, io, os, pickle, signal, struct, threading, time
 from pathlib import Path
 from typing import NamedTuple, Callable
 import numpy as np
-from .backend import to_numpy, get_backend, get_dtype, get_xp, asarray, backend_dtype
+from .backend import to_numpy, asarray, backend_dtype
 from .problems import Problem, Dataset
 
 # %% auto #0

@@ -10,7 +10,7 @@ import argparse, json, sys, time
 from pathlib import Path
 import numpy as np
 from .backend import set_backend, get_backend, to_numpy, BackendUnavailableError, BACKENDS
-from .problems import get_problem, list_problems, load_file, with_data, PROBLEMS, Dataset, load_sklearn
+from .problems import get_problem, list_problems, load_file, with_data, PROBLEMS, Dataset, load_sklearn, MissingExtraError
 from .data import (code_labels, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                               split_budget, training_epsilon, compose, SCALE_SHARE)
 from .ledger import Ledger
@@ -23,13 +23,13 @@ import dpnotebooks.audit_algorithms  # registers the algorithm audits in AUDITS 
 import dpnotebooks.audit_smooth  # registers the ABGGMU audits (abggmu-spider, -tree-spider, -convex, -glm)
 import dpnotebooks.audit_sosp  # registers the lt-sosp audits (lt-sosp, lt-sosp-tree)
 import dpnotebooks.audit_ganesh_sosp  # registers the ganesh-sosp audits (ganesh-sosp, ganesh-sosp-o1)
-import dpnotebooks.audit_sosp_erm  # registers the lt-sosp-erm audits (lt-sosp-erm, lt-sosp-erm-tree)
+import dpnotebooks.audit_sosp_erm  # registers the lt-sosp-erm audits (lt-sosp-erm, lt-sosp-erm-tree)  # noqa: F401
 from .one_run_audit import run_one_run_audit, ONE_RUN_AUDITS
-from .minimize import (minimize, list_algorithms, check_request, plan_run, planned_ledger, ALGORITHMS as REGISTRY,
+from .minimize import (minimize, check_request, plan_run, planned_ledger, ALGORITHMS as REGISTRY,
                                   InsufficientDataError)
 from .ledger import BudgetExceededError
 from .faults import RunStopped
-from .registry import record_dict, algorithm_knobs
+from .registry import record_dict, algorithm_knobs, list_algorithms
 from .cost import estimate_work, format_work, check_time, shaped, TooSlowError
 from .tuning import tune, DISTRIBUTIONS, SCORES, accuracy
 from .checkpoint import RunInterrupted, CheckpointError, read_checkpoint
@@ -191,7 +191,7 @@ def run_algorithm(algorithm:str, problem:str="robust-regression", n:int|None=Non
                   test:str|None=None, nonprivate_diagnostics:bool=False, secure:bool=False, test_fraction:float|None=None,
                   split_seed:int=0, scale:str="none", scale_with:str|None=None, scale_epsilon:float|None=None, classes=None,
                   released_scaling:dict|None=None, max_seconds:float|None=None, **overrides) -> dict:
-    "Run `algorithm` through `minimize` and return the JSON record of DESIGN.md's `dpnb run` contract (optionally checkpointed)."
+    "Run `algorithm` through `minimize` and return the JSON record of the `dpnb run` contract (documented in nbs/interface/50_cli.ipynb; optionally checkpointed)."
     check_request(algorithm, epsilon, delta, alpha, beta, **overrides)   # the request alone: refused before any data is built
     if problem not in PROBLEMS and ":" not in problem:                                   # before any data is built
         raise ValueError(f"Unknown problem {problem!r}. Available: {', '.join(PROBLEMS)}, or your own loss as MODULE:FUNCTION.")
@@ -687,7 +687,7 @@ def knobs_text(algorithm:str) -> str:
 
 # %% ../nbs/interface/50_cli.ipynb #f82d26ad
 def _add_run(sub, algorithm:str|None=None):
-    "`dpnb run`: one algorithm, its JSON result (DESIGN.md's contract); `--help` after an algorithm's name lists its knobs."
+    "`dpnb run`: one algorithm, its JSON result (the contract documented in nbs/interface/50_cli.ipynb); `--help` after an algorithm's name lists its knobs."
     epilog = knobs_text(algorithm) if algorithm in REGISTRY else "`dpnb run ALGORITHM --help` lists the algorithm's --set knobs."
     r = sub.add_parser("run", help="run one algorithm and write its JSON result", epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("algorithm", nargs="?", default=None, help="a name from `dpnb list` (omit with --resume)")
@@ -820,7 +820,7 @@ def main(argv=None) -> int:
     try:
         if args.backend: set_backend(args.backend)
         return args.func(args)
-    except (ValueError, FileNotFoundError, BackendUnavailableError, BudgetExceededError, InsufficientDataError, RunStopped) as err:
+    except (ValueError, FileNotFoundError, BackendUnavailableError, MissingExtraError, BudgetExceededError, InsufficientDataError, RunStopped) as err:
         print(f"dpnb: error: {err}", file=sys.stderr); return 2
     except RunInterrupted as err:
         print(f"dpnb: {err}", file=sys.stderr); return 143 if err.signame == "SIGTERM" else 130

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, numbers, warnings
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, vnorm, norms_last
+from .backend import get_xp, asarray, vnorm, norms_last
 from .validation import check_bound
 from .smoothing import two_point_differences, shifted_differences, zo_from_differences
 

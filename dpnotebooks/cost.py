@@ -11,7 +11,7 @@ from typing import NamedTuple, Callable
 import numpy as np
 from .backend import asarray, default_chunk, get_backend, get_dtype, get_xp, make_rng
 from .problems import Dataset, with_data
-from .registry import ALGORITHMS, get_algorithm
+from .registry import ALGORITHMS
 from .smoothing import two_point_differences, zo_from_differences
 
 # %% auto #0

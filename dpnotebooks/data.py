@@ -139,7 +139,7 @@ def fit_private_scaler(data:Dataset, # the PRIVATE training data (read only afte
     ledger = private_scaler_ledger(data.p, epsilon, delta, accountant)
     if budget is not None: check_composition(budget[0], delta, ledger, budget[1], accountant=accountant)
     mid, half = (lo + hi) / 2, (hi - lo) / 2
-    u = np.nan_to_num((np.clip(to_numpy(data[:].A), lo, hi) - mid) / half, nan=0.0)   # first read; NaN -> the midpoint (rule 1)
+    u = np.nan_to_num((np.clip(to_numpy(data[:].A), lo, hi) - mid) / half, nan=0.0)   # first read; NaN -> the midpoint (CONTRIBUTING.md, privacy rule 1)
     rng = make_rng(seed, secure=secure); s1, s2 = (r.sigma for r in ledger.releases)
     S1 = np.sum(u, axis=0) + s1 * to_numpy(rng.normal(data.p)); S2 = np.sum(u * u - 0.5, axis=0) + s2 * to_numpy(rng.normal(data.p))
     m = np.clip(S1 / n, -1, 1); var = np.maximum(np.clip(S2 / n + 0.5, 0, 1) - m * m, min_scale ** 2)

@@ -275,7 +275,7 @@ def dp_sgd(problem, # a `Problem` (needs `grad_each`, `dim`, `x0`)
 # %% ../nbs/algorithms/13_dpsgd.ipynb #93e196da
 def _dpsgd_step(s:DPSGDState, t:int, problem, data, batch_size, lr, clip, sigma, alpha, sampling, radius, tail, epochs) -> DPSGDState:
     "Step t of DP-SGD (Abadi et al. 2016, Alg. 1) at perturbed points."
-    n, d, xp = data.n, s.x.shape[0], get_xp()
+    n, d = data.n, s.x.shape[0]
     if sampling == "shuffle":
         epoch, k = divmod(t - 1, n // batch_size)
         if epoch not in epochs: epochs.clear(); epochs[epoch] = _epoch_batches(n, batch_size, epoch, s.rng)   # one epoch cached

@@ -264,11 +264,12 @@ def experiment_executor(jobs:int, # local Dask workers, one process each (1 and 
     import contextlib
     if int(jobs) < 1: raise ValueError(f"`jobs` must be a positive integer. Found {jobs!r}.")
     if scheduler is None and int(jobs) == 1: return contextlib.nullcontext(None)
+    from dpnotebooks.problems import optional_import
+    dist = optional_import("distributed", "Dask workers (--jobs above 1 or --scheduler)", "experiments", "dask[distributed]")   # before any run
     @contextlib.contextmanager
     def dask_executor():
-        from distributed import Client, LocalCluster
-        cluster = None if scheduler else LocalCluster(n_workers=int(jobs), threads_per_worker=1, processes=True, dashboard_address=None)
-        client = Client(scheduler or cluster)
+        cluster = None if scheduler else dist.LocalCluster(n_workers=int(jobs), threads_per_worker=1, processes=True, dashboard_address=None)
+        client = dist.Client(scheduler or cluster)
         try: yield client.get_executor(pure=False)
         finally:
             client.close()

@@ -10,10 +10,9 @@ import math
 import numpy as np
 from .backend import get_xp, get_device, get_dtype, asarray, make_rng
 from .validation import check_positive, check_count
-from .ledger import Release, Ledger
 from .clipping import ClipCounter, clip_rows, fo_grad_clipped
 from .tree import TreeMechanism
-from .o2nc import Oracle, TreeOracle, period_position
+from .o2nc import TreeOracle, period_position
 
 # %% auto #0
 __all__ = ['FO_STREAM', 'KLTFirstOrderOracle']

@@ -11,9 +11,7 @@ from typing import NamedTuple
 import numpy as np
 import dp_accounting
 from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent, NeighboringRelation
-from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
-from dp_accounting.pld import PLDAccountant
 from dp_accounting.pld import privacy_loss_distribution as pld_lib, privacy_loss_mechanism
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 from dp_accounting.pld.pld_pmf import SparsePLDPmf

@@ -14,8 +14,8 @@ from functools import partial
 from .privacy import calibrate_tree, calibrate_gaussian, dp_to_zcdp, tree_levels, DEFAULT_ACCOUNTANT
 from .validation import check_positive, check_delta
 from .registry import (Plan, InsufficientDataError, n_for_rate, choose_target, Algorithm, RunOutput, register, get_algorithm,
-                                  list_algorithms, scale_noise, ALGORITHMS, DATA_STREAM, ORACLE_STREAM, DRIVER_STREAM)
-from .ledger import Ledger, Release, Result, check_budget, BudgetExceededError, calibrate_ledger
+                                  scale_noise, ALGORITHMS, DATA_STREAM, ORACLE_STREAM, DRIVER_STREAM)
+from .ledger import Ledger, Release, Result, check_budget, calibrate_ledger
 from .smoothing import smoothing_constant
 from .streams import DataStream, MultiPassView
 from .o2nc import o2nc, periodic_samples
@@ -801,4 +801,4 @@ def planned_ledger(problem, # the `Problem` the plan is for (its data are not re
 
 # %% ../nbs/planning/30_minimize.ipynb #769f83c5
 import dpnotebooks.smooth_algorithms  # registers the smooth algorithms (32_smooth_algorithms)
-import dpnotebooks.sosp_algorithm  # registers lt-sosp (33_sosp_algorithm)
+import dpnotebooks.sosp_algorithm  # registers lt-sosp (33_sosp_algorithm)  # noqa: F401

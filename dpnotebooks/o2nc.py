@@ -31,7 +31,7 @@ def period_position(t:int, # global step t ≥ 1
 
 # %% ../nbs/algorithms/10_o2nc.ipynb #210351de
 class Oracle:
-    "Base class of the stateful gradient oracles g̃_t = O(z_t, t) that `o2nc` queries (DESIGN: Oracle)."
+    "Base class of the stateful gradient oracles g̃_t = O(z_t, t) that `o2nc` queries; their state is plain data, so a run can be checkpointed."
     access = "single-pass"   # 'single-pass' (a `DataStream`) or 'multi-pass' (a `MultiPassView`): part of the privacy argument
     dim: int                 # d
     clip: ClipCounter = ClipCounter()

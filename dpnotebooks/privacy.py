@@ -11,12 +11,10 @@ from typing import Callable
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
-import dp_accounting
 from dp_accounting import (DpEvent, GaussianDpEvent, SelfComposedDpEvent, ComposedDpEvent, NoOpDpEvent, NonPrivateDpEvent,
                            NeighboringRelation, PrivacyAccountant, calibrate_dp_mechanism, LowerEndpointAndGuess)
 from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
-from dp_accounting.pld import PLDAccountant
 from .validation import check_positive, check_delta, check_count
 
 # %% auto #0

@@ -14,9 +14,10 @@ from .clipping import Clipped, zero_nonfinite
 
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'BLOCK_ELEMENTS', 'PROBLEMS', 'Dataset', 'normalize_rows', 'scale_records',
-           'with_data', 'load_sklearn', 'LabelCodingWarning', 'load_file', 'check_points', 'Problem', 'LinearModel',
-           'RobustRegression', 'PhaseRetrieval', 'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle',
-           'saddle_base', 'saddle_base_grad', 'list_problems', 'get_problem', 'check_loss']
+           'with_data', 'MissingExtraError', 'optional_import', 'load_sklearn', 'LabelCodingWarning', 'load_file',
+           'check_points', 'Problem', 'LinearModel', 'RobustRegression', 'PhaseRetrieval', 'Logistic', 'SigmoidGLM',
+           'ReluNet', 'check_gradients', 'Saddle', 'saddle_base', 'saddle_base_grad', 'list_problems', 'get_problem',
+           'check_loss']
 
 # %% ../nbs/core/04_problems.ipynb #a8508abd
 def _numeric(kind) -> bool:
@@ -100,19 +101,33 @@ def with_data(problem, data):
     return q
 
 # %% ../nbs/core/04_problems.ipynb #67de6353
+class MissingExtraError(ImportError):
+    "An optional dependency is not installed; the message names the dpnotebooks extra that installs it."
+
+def optional_import(module:str, # the module to import, e.g. 'sklearn.datasets'
+                    what:str, # who needs it, for the message: e.g. "the 'breast-cancer' dataset"
+                    extra:str, # the dpnotebooks extra that installs it, e.g. 'datasets'
+                    package:str|None=None, # the name pip installs when it differs from the module's (e.g. 'scikit-learn')
+                   ):
+    "The module of an optional dependency, or a `MissingExtraError` naming the extra that installs it (call it before any data is read)."
+    import importlib
+    try: importlib.import_module(module.split(".")[0]); return importlib.import_module(module)
+    except ImportError as err:
+        raise MissingExtraError(f'{what} needs {package or module.split(".")[0]}: pip install "dpnotebooks[{extra}]"') from err
+
 def load_sklearn(name:str, # 'breast-cancer' or 'digits'
                  labels:str="pm1", # target coding: 'pm1' or '01'
                  standardize:bool=True, # breast-cancer only: z-score with the fixed public constants above (False: raw features)
                 ) -> Dataset:
     "A real dataset bundled with scikit-learn, each record mapped on its own (public constants) into the unit ball."
-    from sklearn import datasets as skd
+    if name not in ("breast-cancer", "digits"): raise ValueError(f"Unknown bundled dataset {name!r}: choose 'breast-cancer' or 'digits'.")
+    skd = optional_import("sklearn.datasets", f"the {name!r} dataset", "datasets", "scikit-learn")
     if name == "breast-cancer":
         X, t = skd.load_breast_cancer(return_X_y=True)
         A = scale_records(X, BREAST_CANCER_MEAN, BREAST_CANCER_STD) if standardize else scale_records(X, 0.0, 1.0)
     elif name == "digits":
         X, t = skd.load_digits(return_X_y=True); t = (t >= 5)                # digits 5-9 vs 0-4
         A = scale_records(X, 0.0, 16.0)                                       # pixels lie in [0, 16]
-    else: raise ValueError(f"Unknown bundled dataset {name!r}: choose 'breast-cancer' or 'digits'.")
     return Dataset(A, _labels(t, labels), name)
 
 

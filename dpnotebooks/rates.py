@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from .minimize import ALGORITHMS, InsufficientDataError, n_for_rate
-import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm    # register the smooth and SOSP algorithms
+import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm    # register the smooth and SOSP algorithms  # noqa: F401
 
 # %% ../nbs/planning/71_which_algorithm.ipynb #c14b9c7f
 class Decision(NamedTuple):

@@ -15,7 +15,7 @@ from .validation import check_positive, check_delta
 from .ledger import Ledger, calibrate_ledger
 from .streams import DataStream, MultiPassView
 from .registry import (Plan, InsufficientDataError, n_for_rate, choose_target, Algorithm, RunOutput, register,
-                                  scale_noise, DATA_STREAM, ORACLE_STREAM)
+                                  DATA_STREAM, ORACLE_STREAM)
 from .spiderboost import (spiderboost_parameters, spider_noise_ratio, spiderboost_step_size, calibrate_spiderboost, spiderboost_releases, private_spiderboost, tree_spider_parameters,
                                      tree_spider_releases, tree_spider, tree_samples_per_round)
 from .convex_glm import recursive_regularization, recursive_regularization_releases, jl_method, jl_dimension

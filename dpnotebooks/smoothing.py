@@ -6,7 +6,6 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/core/smoothing.html.md"""
 
 # %% ../nbs/core/03_smoothing.ipynb #e80e9ac4
 from __future__ import annotations
-import math
 import numpy as np
 from scipy import special
 from .backend import get_xp, asarray, to_numpy, make_rng, einsum

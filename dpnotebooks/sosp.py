@@ -6,7 +6,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/algorithms/sosp.html.md"""
 
 # %% ../nbs/algorithms/21_sosp.ipynb #d3c42c54
 from __future__ import annotations
-import math, numbers
+import math
 from typing import NamedTuple
 import numpy as np
 from .backend import get_xp, get_device, get_dtype, asarray, to_numpy, vnorm, make_rng, NOISE_DTYPE

@@ -13,8 +13,7 @@ from .privacy import DEFAULT_ACCOUNTANT
 from .validation import check_positive, check_delta
 from .streams import DataStream
 from .registry import Plan, InsufficientDataError, Algorithm, RunOutput, register, DATA_STREAM, ORACLE_STREAM
-import dpnotebooks.sosp as sosp
-from .sosp import SOSPParams, sosp_parameters, sosp_releases, sosp_samples_estimate, lt_sosp, lt_sosp_rate
+from .sosp import SOSPParams, sosp_parameters, sosp_releases, sosp_samples_estimate, lt_sosp
 
 # %% auto #0
 __all__ = ['lt_sosp_alpha_for', 'lt_sosp_recipe']

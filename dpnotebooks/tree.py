@@ -8,8 +8,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/privacy/tree.html.md"""
 from __future__ import annotations
 from typing import NamedTuple
 import numpy as np
-from .backend import get_xp, asarray, to_numpy, make_rng, RNG, RNGState, NOISE_DTYPE
-from .privacy import tree_levels
+from .backend import get_xp, asarray, make_rng, RNG, RNGState, NOISE_DTYPE
 
 # %% auto #0
 __all__ = ['TREE_STREAM', 'node_decomposition', 'nodes_containing', 'TreeState', 'tree_step', 'TreeMechanism']

@@ -10,7 +10,7 @@ import math, time, functools, warnings
 from typing import NamedTuple
 import numpy as np
 from .backend import to_numpy
-from .problems import Dataset, Logistic, BREAST_CANCER_MEAN, BREAST_CANCER_STD
+from .problems import Dataset, Logistic, BREAST_CANCER_MEAN, BREAST_CANCER_STD, optional_import
 from .data import code_labels, train_test_split, public_scaler
 from .minimize import minimize, InsufficientDataError
 from .tuning import tune, accuracy
@@ -33,11 +33,11 @@ UTILITY_DATASETS = {"breast-cancer": "benign vs malignant (569 x 30), the issue'
 
 def _raw(name:str) -> tuple:
     "(features, 0/1 labels, public centre, public scale) of a bundled task."
-    from sklearn import datasets as skd
+    if name not in UTILITY_DATASETS: raise ValueError(f"Unknown dataset {name!r}. Available: {', '.join(UTILITY_DATASETS)}.")
+    skd = optional_import("sklearn.datasets", f"the {name!r} dataset", "datasets", "scikit-learn")
     if name == "breast-cancer": X, t = skd.load_breast_cancer(return_X_y=True); return X, t, BREAST_CANCER_MEAN, BREAST_CANCER_STD
     if name == "digits": X, t = skd.load_digits(return_X_y=True); return X, t >= 5, 0.0, 16.0
-    if name == "wine": X, t = skd.load_wine(return_X_y=True); return X, t == 0, WINE_MEAN, WINE_SD
-    raise ValueError(f"Unknown dataset {name!r}. Available: {', '.join(UTILITY_DATASETS)}.")
+    X, t = skd.load_wine(return_X_y=True); return X, t == 0, WINE_MEAN, WINE_SD
 
 # %% ../nbs/experiments/63_utility.ipynb #08f0246f
 class UtilityTask(NamedTuple):
@@ -70,7 +70,7 @@ MODELS = ("logistic", "mlp")
 
 def mlp_problem(train:Dataset, hidden:int=32):
     "The MLP p-hidden-1 (ReLU, biases, logistic loss on 0/1 targets) on `train` via `from_jax`; init from the public key 0."
-    import jax, jax.numpy as jnp
+    jax = optional_import("jax", "the utility experiment's MLP", "jax"); jnp = jax.numpy
     from dpnotebooks.losses import from_jax
     jax.config.update("jax_enable_x64", True)
     d = train.p; k1, k2 = jax.random.split(jax.random.PRNGKey(0))
@@ -112,13 +112,13 @@ def score_utility_run(dataset:str, model:str, method:str, # task, 'logistic'|'ml
 # %% ../nbs/experiments/63_utility.ipynb #b1196b8e
 def nonprivate_reference(dataset:str, split_seed:int=0) -> float:
     "Held-out accuracy of scikit-learn's LogisticRegression (defaults) on the same split: NOT private, a reference."
-    from sklearn.linear_model import LogisticRegression
+    LogisticRegression = optional_import("sklearn.linear_model", "the non-private reference", "datasets", "scikit-learn").LogisticRegression
     task = utility_task(dataset, split_seed)
     m = LogisticRegression(max_iter=5000).fit(to_numpy(task.train.A), to_numpy(task.train.y))
     return float(m.score(to_numpy(task.test.A), to_numpy(task.test.y)))
 
 # %% ../nbs/experiments/63_utility.ipynb #6b0c5a2b
-def _check_utility(datasets, epsilons, algorithms, seeds, delta):
+def _check_utility(datasets, epsilons, algorithms, seeds, delta, mlp:bool=False):
     from dpnotebooks.registry import ALGORITHMS
     bad = [d for d in datasets if d not in UTILITY_DATASETS]
     if bad or not datasets: raise ValueError(f"Unknown or no datasets {bad}. Available: {', '.join(UTILITY_DATASETS)}.")
@@ -127,6 +127,8 @@ def _check_utility(datasets, epsilons, algorithms, seeds, delta):
     if not epsilons or not all(e > 0 for e in epsilons): raise ValueError(f"`epsilons` must be positive numbers. Found {list(epsilons)}.")
     if not 0 < delta < 1: raise ValueError(f"`delta` must be in (0, 1). Found {delta!r}.")
     if int(seeds) < 1: raise ValueError(f"Give at least one seed. Found {seeds!r}.")
+    optional_import("sklearn", "the utility experiment (its datasets and non-private reference)", "experiments", "scikit-learn")   # before any run
+    if mlp: optional_import("jax", "the utility experiment's MLP (leave it out with --no-mlp, mlp=False)", "experiments")
 
 def _series(algorithms, mlp:bool, tuned:bool) -> list:
     "(model, method) pairs, in plotting order."
@@ -191,7 +193,7 @@ def utility_experiment(datasets=tuple(UTILITY_DATASETS), # keys of `UTILITY_DATA
                       ) -> dict:
     "Held-out accuracy against ε for each (dataset, model, method), with the non-private reference and the issue's targets."
     datasets, epsilons, algorithms, grid = list(datasets), [float(e) for e in epsilons], list(algorithms), dict(grid or TUNING_GRID)
-    _check_utility(datasets, epsilons, algorithms, seeds, delta)
+    _check_utility(datasets, epsilons, algorithms, seeds, delta, mlp)
     series, seed_list = _series(algorithms, mlp, tuned), list(range(int(base_seed), int(base_seed) + int(seeds)))
     jobs_list = [(ds, m, a, e, s) for ds in datasets for m, a in series for e in epsilons for s in seed_list]
     runs, resumed = _utility_runs(jobs_list, delta, split_seed, grid, mean_runs, jobs, scheduler, cache_path, progress)

@@ -7,8 +7,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/algorithms/zo_oracles.html.md"""
 # %% ../nbs/algorithms/11_zo_oracles.ipynb #ddac94db
 from __future__ import annotations
 import math, numbers
-import numpy as np
-from .backend import get_xp, get_dtype, asarray, to_numpy, make_rng, NOISE_DTYPE, default_chunk
+from .backend import get_xp, get_dtype, asarray, make_rng, NOISE_DTYPE, default_chunk
 from .ledger import Ledger, Release
 from .clipping import Clipped, ClipCounter, clip_rows
 from .smoothing import two_point_differences, zo_from_differences

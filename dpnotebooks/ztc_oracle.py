@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 import numpy as np
-from .backend import get_xp, get_device, get_dtype, asarray, to_numpy, vnorm, make_rng, NOISE_DTYPE
+from .backend import get_xp, get_device, get_dtype, asarray, vnorm, make_rng, NOISE_DTYPE
 from .privacy import tree_levels
 from .validation import check_positive, check_count
 from .ledger import Release, Ledger

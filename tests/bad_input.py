@@ -8,7 +8,7 @@ import contextlib, functools, os, tempfile, warnings
 from typing import Callable, NamedTuple
 import numpy as np
 
-from dpnotebooks.backend import RNG, set_backend, make_rng
+from dpnotebooks.backend import RNG, set_backend
 from dpnotebooks import streams
 from dpnotebooks.problems import Dataset, LinearModel, Problem, RobustRegression, get_problem, load_file
 from dpnotebooks.minimize import InsufficientDataError, minimize

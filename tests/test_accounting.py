@@ -1,11 +1,10 @@
 """Fast checks of the accountants' speed-ups (issue 21 §3): the same numbers as before, faster; privacy never weakened."""
-import math, operator
 import numpy as np
 import pytest
 import dp_accounting
 from dp_accounting import NeighboringRelation, PoissonSampledDpEvent, GaussianDpEvent
 from dp_accounting.rdp import RdpAccountant
-from dpnotebooks.privacy import (_gdp_epsilon_of_sigma, gdp_epsilon, calibrate_gaussian, calibrate_tree, epsilon_of, gaussian_event,
+from dpnotebooks.privacy import (_gdp_epsilon_of_sigma, calibrate_gaussian, calibrate_tree, epsilon_of, gaussian_event,
                                  tree_event)
 from dpnotebooks.ledger import (Ledger, Release, calibrate_ledger, addremove_poisson_rdp, replace_one_poisson_rdp, _scaled,
                                 POISSON_RDP_ORDERS)

@@ -6,7 +6,7 @@ import json, warnings
 import numpy as np
 import pytest
 from dpnotebooks import backend as B
-from dpnotebooks.cli import main, run_algorithm
+from dpnotebooks.cli import run_algorithm
 from test_checkpoint import RUNS, SEED, _reference
 
 _WHY = {"array-api-strict": "array-api-strict is not installed (the [dev] extra)", "torch": "torch is not installed (the [torch] extra)"}

@@ -2,7 +2,6 @@
 `dpnb run --resume`, gives the uninterrupted run's result bit for bit, with the same ledger and the same data use; a
 checkpoint refuses another run's data or parameters, and a corrupted or truncated file is detected, not loaded."""
 import functools, json, os, signal, subprocess, sys, time, warnings
-from pathlib import Path
 import numpy as np
 import pytest
 from dpnotebooks.cli import main, run_algorithm

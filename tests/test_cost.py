@@ -1,7 +1,6 @@
 """Issue 22 part 7: every plan's work is known before it runs, and a plan over the time limit is refused before any data
 is read, naming settings that fit (`dpnotebooks.cost`, nbs/planning/35_cost.ipynb)."""
 import json, math, warnings
-import numpy as np
 import pytest
 from dpnotebooks.minimize import minimize, plan_run, ALGORITHMS
 from dpnotebooks.cost import (COUNTERS, Work, estimate_work, count_work, check_time, fitting_settings, shaped, TooSlowError,

@@ -7,7 +7,7 @@ from conftest import untouchable
 from dpnotebooks.backend import to_numpy
 from dpnotebooks.cli import main
 from dpnotebooks.data import (code_labels, train_test_split, fit_private_scaler, private_scaler_ledger, compose, check_composition,
-                              split_budget, public_scaler)
+                              split_budget)
 from dpnotebooks.ledger import BudgetExceededError, Ledger, Release
 from dpnotebooks.problems import BREAST_CANCER_MEAN, BREAST_CANCER_STD, Dataset, LabelCodingWarning, get_problem
 

@@ -3,7 +3,7 @@ problem class declares) from public quantities only; α = 0 through `minimize`; 
 import math, warnings
 import numpy as np
 import pytest
-from dpnotebooks.minimize import minimize, plan_run, dpsgd_recipe, dpsgd_step_size, plan_warnings, ALGORITHMS
+from dpnotebooks.minimize import minimize, plan_run, dpsgd_recipe, dpsgd_step_size, ALGORITHMS
 from dpnotebooks.registry import algorithm_knobs
 from dpnotebooks.problems import get_problem
 

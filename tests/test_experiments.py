@@ -1,7 +1,6 @@
 """End to end: the sample-complexity experiment (60_sample_complexity) and `dpnb experiment sample-complexity`."""
 import json, math
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 import pytest
 from dpnotebooks.experiments import (sample_complexity_experiment, format_sample_complexity, plot_sample_complexity, smallest_n,
                                      geometric_grid, klt_m_rule)

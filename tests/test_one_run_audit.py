@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
-from dpnotebooks.one_run_audit import (one_run_p_value, one_run_epsilon, count_guesses, run_one_run_audit, ONE_RUN_AUDITS,
-                                      recorded_shifts, canary_shifts)
+from dpnotebooks.one_run_audit import (one_run_p_value, one_run_epsilon, count_guesses, run_one_run_audit, recorded_shifts, canary_shifts)
 from dpnotebooks.privacy import calibrate_gaussian
 
 _SCRIPT = Path(sys.executable).parent / "dpnb"

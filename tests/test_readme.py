@@ -1,5 +1,5 @@
 """README.md is generated from nbs/index.ipynb, and its commands are the ones CI runs."""
-import importlib.util, subprocess, sys
+import importlib.util, subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,9 +2,8 @@
 neighbours by dp-accounting's PLD accountant with code written here (independent of the library's pricing and
 calibration), fits the budget; pricing under add/remove-one is caught; pricing stays within memory at n up to 10^6."""
 import json, subprocess, sys, warnings
-import numpy as np
 import pytest
-from dp_accounting import (ComposedDpEvent, GaussianDpEvent, NeighboringRelation, PoissonSampledDpEvent, SelfComposedDpEvent)
+from dp_accounting import (GaussianDpEvent, NeighboringRelation, PoissonSampledDpEvent, SelfComposedDpEvent)
 from dp_accounting.pld import PLDAccountant
 from dpnotebooks.minimize import ALGORITHMS, plan_run, planned_ledger
 from dpnotebooks.problems import get_problem

@@ -122,9 +122,10 @@ def test_a_heartbeat_thread_blocked_at_shutdown_does_not_hang_the_build():
             super().__init__(daemon=True); self._exit, self.release, self.closed = threading.Event(), threading.Event(), False
         def run(self): self.release.wait()                      # blocked, as on a socket that never answers
         def close(self): self.closed = True
-    hb = Blocked(); hb.start(); t = time.time()
-    bs._stop_heartbeat(hb, wait=0.2)
-    assert time.time() - t < 5 and hb.is_alive() and not hb.closed and hb._exit.is_set() and hb._running is False
+    hb = Blocked(); hb.start()
+    stopper = threading.Thread(target=bs._stop_heartbeat, args=(hb,), kwargs=dict(wait=0.2), daemon=True); stopper.start()
+    stopper.join(120)                                           # a hang guard, not a timing bound: it returns after its 0.2 s wait
+    assert not stopper.is_alive() and hb.is_alive() and not hb.closed and hb._exit.is_set() and hb._running is False
     hb.release.set(); hb.join(5); bs._stop_heartbeat(hb, wait=0.2); assert hb.closed       # a thread that ended: closed as usual
 
 def test_a_reused_kernel_starts_each_page_fresh(tmp_path):

@@ -1,12 +1,12 @@
 """lt-sosp (Liu & Talwar 2025, nbs/algorithms/21_sosp and nbs/planning/33_sosp_algorithm): the `dpnb run` contract with its second-order block,
 second-order stationarity on the strict-saddle problem, the privacy invariants read off the transcript, refusals before any
 data is read, reproducibility and single-pass data use."""
-import json, math, subprocess, sys, time
+import json, math, subprocess, sys
 from pathlib import Path
 import numpy as np
 import pytest
 from conftest import untouchable
-from dpnotebooks.backend import asarray, to_numpy, make_rng
+from dpnotebooks.backend import asarray, to_numpy
 from dpnotebooks.ledger import BudgetExceededError, check_budget
 from dpnotebooks.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
 from dpnotebooks.problems import get_problem

@@ -6,7 +6,7 @@ Prints each notebook's total and its slowest cells (index, id, seconds, first li
 (the fast tier runs only the notebooks without them; `.ci/run`'s second tier runs the others in full). The fast tier
 promises no cell over 60 s on CI's 2-core machine.
 """
-import argparse, json, os, re, sys, time
+import argparse, json, os, re, time
 from pathlib import Path
 from execnb.shell import CaptureShell
 

@@ -2,7 +2,8 @@
 
     .venv/bin/python tools/test.py                # the fast tier: what README's test command runs (a few minutes on 2 cores)
     .venv/bin/python tools/test.py --tier slow    # the slow tier (.ci/run adds it): the site build, which executes the
-                                                  # notebooks with `#| slow` cells, then the tests marked slow
+                                                  # notebooks with `#| slow` cells, then the tests marked slow, then the
+                                                  # seeded-output, checkpoint and backend tests under another CPU's arithmetic
     .venv/bin/python tools/test.py --tier all     # both
 
 The fast tier runs the notebooks that have no `#| slow` cell, as nbdev-test runs them (the cells flagged `notest` or `gpu`
@@ -18,8 +19,10 @@ passed.
 
 Every part runs two worker processes; each gets one BLAS/OpenMP thread (`ONE_THREAD`, unless the variable is already set):
 two workers with two BLAS threads each on two cores oversubscribe them, and OpenBLAS's threads then wait on each other
-(a Goldstein certificate took 1.9 s instead of 0.2 s beside one busy process). Results do not depend on it: the seeded
-outputs of tests/test_golden.py are the same either way.
+(a Goldstein certificate took 1.9 s instead of 0.2 s beside one busy process). Results do not depend on it beyond
+rounding: tests/test_golden.py compares the seeded outputs at the tolerance across machines of tests/golden/record.py, and
+the slow tier's last part runs it, the checkpoint tests (bit for bit within a machine) and the backends' agreement under
+`other_cpu()`: OpenBLAS's Prescott kernel, numpy without its AVX2/AVX-512 paths, one thread, a random hash seed.
 """
 import argparse, os, subprocess, sys, time
 from pathlib import Path
@@ -27,6 +30,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 ONE_THREAD = dict(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+
+def other_cpu() -> dict:
+    """The environment of another machine's arithmetic, on this one: OpenBLAS's oldest x86 kernel (Prescott, SSE3; ARMV8 on
+    arm), numpy's dispatched SIMD paths switched off (the baseline only, as on a CPU without AVX2 or AVX-512), one BLAS
+    thread and a random hash seed. Sums and products round in another order there, as on another CPU (issue 41 §2)."""
+    import platform
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__ as dispatched
+    except ImportError:                                    # numpy < 2: its dispatch list lives in numpy.core
+        from numpy.core._multiarray_umath import __cpu_dispatch__ as dispatched
+    kernel = "Prescott" if platform.machine().lower() in ("x86_64", "amd64", "i686") else "ARMV8"
+    return dict(ONE_THREAD, OPENBLAS_CORETYPE=kernel, NPY_DISABLE_CPU_FEATURES=" ".join(dispatched), PYTHONHASHSEED="random")
 
 def parts(tier:str) -> list:
     "(name, argv, env) of the commands of a tier."
@@ -37,7 +52,9 @@ def parts(tier:str) -> list:
     fast = [("notebooks (those without slow cells)", notebooks, {}), ("pytest", pytest, {})]
     slow = [("site build (the notebooks with slow cells, in full; the pages the fast tier built from these sources reused)",
              build + ["--reuse-built"], {}),
-            ("pytest -m slow", pytest + ["-m", "slow"], dict(DPNB_SITE=site))]
+            ("pytest -m slow", pytest + ["-m", "slow"], dict(DPNB_SITE=site)),
+            ("pytest under another CPU's arithmetic (tools/test.py other_cpu): the seeded outputs and the backends' agreement",
+             pytest[:-1] + ["tests/test_golden.py", "tests/test_array_api.py", "tests/test_checkpoint.py"], other_cpu())]
     return dict(fast=fast, slow=slow, all=fast + slow)[tier]
 
 def precompile():
@@ -52,6 +69,7 @@ def run(tier:str) -> int:
     precompile()
     for name, argv, env in parts(tier):
         print(f"\n===== {tier} tier: {name} =====\n+ {' '.join(argv)}", flush=True)
+        if env: print("  with " + " ".join(f"{k}={v!r}" for k, v in env.items()), flush=True)
         t = time.time(); rc = subprocess.call(argv, cwd=ROOT, env={**ONE_THREAD, **os.environ, **env})
         if rc == 5 and name.startswith("pytest"): print("pytest collected no tests: that is a failure here")
         results.append((name, rc, time.time() - t))
