@@ -15,7 +15,8 @@ from scipy.special import ndtri
 # %% auto #0
 __all__ = ['BACKENDS', 'NOISE_DTYPE', 'BackendUnavailableError', 'available_backends', 'set_backend', 'get_backend', 'get_xp',
            'get_device', 'backend_dtype', 'get_dtype', 'use_backend', 'default_chunk', 'asarray', 'to_numpy', 'einsum',
-           'take_rows', 'vnorm', 'norms_last', 'RNGState', 'RNG', 'SecureGenerator', 'make_rng']
+           'take_rows', 'vnorm', 'norms_last', 'RNGState', 'RNG', 'SecureGenerator', 'make_rng',
+           'other_cpu_environment']
 
 # %% ../nbs/core/00_backend.ipynb #7995f2a5
 class BackendUnavailableError(RuntimeError):
@@ -339,3 +340,15 @@ def make_rng(seed:int|RNG|None=None, # an int (reproducible), an existing RNG (r
         return seed
     return RNG(seed, secure=secure)
 
+
+# %% ../nbs/core/00_backend.ipynb #a07cf9b3
+def other_cpu_environment() -> dict:
+    """Environment variables under which this machine rounds as another CPU would: OpenBLAS's oldest kernel (Prescott, SSE3;
+    ARMV8 on arm), numpy's dispatched SIMD paths off (its baseline only, as on a CPU without AVX2 or AVX-512), one BLAS
+    thread, a random hash seed. For a child process: numpy and OpenBLAS read them when they load."""
+    import platform
+    try: from numpy._core._multiarray_umath import __cpu_dispatch__ as dispatched
+    except ImportError: from numpy.core._multiarray_umath import __cpu_dispatch__ as dispatched     # numpy < 2
+    kernel = "Prescott" if platform.machine().lower() in ("x86_64", "amd64", "i686", "i386") else "ARMV8"
+    return dict(OPENBLAS_CORETYPE=kernel, NPY_DISABLE_CPU_FEATURES=" ".join(dispatched), OPENBLAS_NUM_THREADS="1",
+                OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="random")

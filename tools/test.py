@@ -32,16 +32,11 @@ BIN = Path(sys.executable).parent
 ONE_THREAD = dict(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 
 def other_cpu() -> dict:
-    """The environment of another machine's arithmetic, on this one: OpenBLAS's oldest x86 kernel (Prescott, SSE3; ARMV8 on
-    arm), numpy's dispatched SIMD paths switched off (the baseline only, as on a CPU without AVX2 or AVX-512), one BLAS
-    thread and a random hash seed. Sums and products round in another order there, as on another CPU (issue 41 §2)."""
-    import platform
-    try:
-        from numpy._core._multiarray_umath import __cpu_dispatch__ as dispatched
-    except ImportError:                                    # numpy < 2: its dispatch list lives in numpy.core
-        from numpy.core._multiarray_umath import __cpu_dispatch__ as dispatched
-    kernel = "Prescott" if platform.machine().lower() in ("x86_64", "amd64", "i686") else "ARMV8"
-    return dict(ONE_THREAD, OPENBLAS_CORETYPE=kernel, NPY_DISABLE_CPU_FEATURES=" ".join(dispatched), PYTHONHASHSEED="random")
+    """Another machine's arithmetic on this one (issue 41 §2): `dpnotebooks.backend.other_cpu_environment`, OpenBLAS's
+    Prescott kernel, numpy's dispatched SIMD paths off, one thread and a random hash seed, so sums and products round in
+    another order, as on another CPU."""
+    from dpnotebooks.backend import other_cpu_environment
+    return other_cpu_environment()
 
 def parts(tier:str) -> list:
     "(name, argv, env) of the commands of a tier."
@@ -50,6 +45,7 @@ def parts(tier:str) -> list:
     build = [str(BIN / "python"), str(ROOT / "tools" / "build_site.py"), "--out", site, "--keep-going"]
     notebooks = build + ["--no-slow-pages", "--cell-timeout", "120", "--cell-timing-min", "20"]
     fast = [("notebooks (those without slow cells)", notebooks, {}), ("pytest", pytest, {})]
+    if tier == "fast": return fast
     slow = [("site build (the notebooks with slow cells, in full; the pages the fast tier built from these sources reused)",
              build + ["--reuse-built"], {}),
             ("pytest -m slow", pytest + ["-m", "slow"], dict(DPNB_SITE=site)),
