@@ -111,9 +111,11 @@ def optional_import(module:str, # the module to import, e.g. 'sklearn.datasets'
                    ):
     "The module of an optional dependency, or a `MissingExtraError` naming the extra that installs it (call it before any data is read)."
     import importlib
-    try: importlib.import_module(module.split(".")[0]); return importlib.import_module(module)
-    except ImportError as err:
-        raise MissingExtraError(f'{what} needs {package or module.split(".")[0]}: pip install "dpnotebooks[{extra}]"') from err
+    top = module.split(".")[0]
+    try: return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] != top: raise              # the package is there but broken: its own error
+        raise MissingExtraError(f'{what} needs {package or top}: pip install "dpnotebooks[{extra}]"') from err
 
 def load_sklearn(name:str, # 'breast-cancer' or 'digits'
                  labels:str="pm1", # target coding: 'pm1' or '01'
