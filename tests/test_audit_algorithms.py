@@ -1,26 +1,24 @@
-"""Every registered private algorithm, audited through the console script as a user would: `dpnb audit --mechanism NAME`.
+"""Every registered private algorithm, audited through the command line: `dpnb audit --mechanism NAME` (its `main`, in this
+process: tests/cli_runner.py).
 
 The audits themselves (recipe calibration, canary, fixed path, likelihood-ratio score) and the broken variants they catch
 are in nbs/audits/41_audit_algorithms.ipynb; here we check that the CLI sees every one of them, exits 0 and prints a bound
 below the claim.
 """
-import re, subprocess, sys
-from pathlib import Path
+import re
 import pytest
+from cli_runner import dpnb_here
 
-_SCRIPT = Path(sys.executable).parent / "dpnb"
-DPNB = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "import sys; from dpnotebooks.cli import main; sys.exit(main())"]
 ALGORITHMS = ["klt-single-pass", "klt-multi-pass", "klt-first-order", "ztc", "ztc-naive", "dp-sgd"]
 
 def audit(mechanism, trials, seed, *extra):
-    res = subprocess.run(DPNB + ["audit", "--mechanism", mechanism, "--trials", str(trials), "--seed", str(seed), *extra],
-                         capture_output=True, text=True, timeout=300)
+    res = dpnb_here("audit", "--mechanism", mechanism, "--trials", str(trials), "--seed", str(seed), *extra)
     m = re.search(r"epsilon: claimed ([0-9.]+), empirical lower bound ([0-9.]+)", res.stdout)
     return res, (float(m.group(1)), float(m.group(2))) if m else (None, None)
 
 def test_every_private_algorithm_has_a_registered_audit():
     from dpnotebooks.minimize import ALGORITHMS as REGISTRY
-    res = subprocess.run(DPNB + ["list"], capture_output=True, text=True, timeout=120)
+    res = dpnb_here("list")
     listed = res.stdout.split("audits (dpnb audit --mechanism NAME):")[1]
     private = sorted(name for name, alg in REGISTRY.items() if alg.private)
     assert set(ALGORITHMS) <= set(private)

@@ -1,18 +1,16 @@
 """`dpnb audit` runs the lt-sosp audits (nbs/audits/43_audit_sosp): each release family stays below its ledger's claim at ε = 1, δ = 1e-5,
 and an injected bug (no clipping, a quarter of the tree noise, a fixed batch instead of the adaptive b_t) is caught. The audit's shifts
 come from lt-sosp's own oracle (`lt_oracle`): what it reads equals what `lt_step` computes, and a bug put into the algorithm reaches it."""
-import re, subprocess, sys
-from pathlib import Path
+import re
 import numpy as np
 import pytest
 from dpnotebooks.audit_sosp import run_sosp_audit
+from cli_runner import dpnb_here
 
-_SCRIPT = Path(sys.executable).parent / "dpnb"
-DPNB = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "import sys; from dpnotebooks.cli import main; sys.exit(main())"]
 
 @pytest.mark.parametrize("name", ["lt-sosp", "lt-sosp-tree"])
 def test_cli_audit_stays_below_claim(name):
-    out = subprocess.run(DPNB + ["audit", "--mechanism", name, "--trials", "200000", "--seed", "7"], capture_output=True, text=True, timeout=120)
+    out = dpnb_here("audit", "--mechanism", name, "--trials", "200000", "--seed", "7")
     assert out.returncode == 0, out.stdout + out.stderr
     m = re.search(r"claimed ([0-9.]+), empirical lower bound ([0-9.]+)", out.stdout)
     assert m, out.stdout

@@ -94,7 +94,7 @@ def test_a_loss_that_turns_nan_mid_run_is_zeroed_and_the_run_completes(algorithm
     import numpy as np
     from dpnotebooks.minimize import minimize, plan_run, planned_ledger
     from dpnotebooks.problems import get_problem
-    p = get_problem("robust-regression", n=20000, d=4, seed=0)
+    p = get_problem("robust-regression", n=5000, d=4, seed=0)
     r = minimize(_Flaky(p.data, after=60, mode="nan"), algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0, diagnostics="nonprivate")
     assert np.all(np.isfinite(r.x)) and r.nonprivate["nonfinite_zeroed"] > 0
     assert r.ledger == planned_ledger(p, plan_run(p, algorithm, 1.0, 1e-6, 0.1)) and r.epsilon_spent <= 1.0 + 1e-9

@@ -1,13 +1,9 @@
-"""The `dpnb` console script, run as a user would: in a subprocess, from the installed entry point."""
-import json, re, subprocess, sys
-from pathlib import Path
+"""The `dpnb` command line. The console script runs as a user would, in a subprocess from the installed entry point
+(`run`: `dpnb list`, `dpnb demo`, a run's JSON contract, the backend chosen at start-up); the refusals, the audits and the
+other runs go through the same `main` in this process (`here`, tests/cli_runner.py), without a new interpreter each."""
+import json, re
 import pytest
-
-_SCRIPT = Path(sys.executable).parent / "dpnb"   # the console script pip installed beside this interpreter
-DPNB = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "import sys; from dpnotebooks.cli import main; sys.exit(main())"]
-
-def run(*args, cwd=None, env=None):
-    return subprocess.run(DPNB + list(args), capture_output=True, text=True, cwd=cwd, timeout=300, env=env)
+from cli_runner import dpnb_process as run, dpnb_here as here
 
 def test_list_names_every_problem():
     from dpnotebooks.problems import list_problems
@@ -56,7 +52,7 @@ def test_run_writes_the_design_contract(tmp_path):
 
 def test_run_nonprivate_reports_infinite_epsilon(tmp_path):
     out = tmp_path / "r.json"
-    res = run("run", "o2nc-nonprivate", "--n", "2000", "--d", "3", "--seed", "0", "--quiet", "--out", str(out))
+    res = here("run", "o2nc-nonprivate", "--n", "2000", "--d", "3", "--seed", "0", "--quiet", "--out", str(out))
     assert res.returncode == 0, res.stderr
     r = json.loads(out.read_text())
     assert r["privacy"]["private"] is False and r["privacy"]["epsilon_spent"] is None and "NOT private" in res.stdout
@@ -68,7 +64,7 @@ def test_run_nonprivate_reports_infinite_epsilon(tmp_path):
     (["run", "ztc", "--n", "100", "--epsilon", "1", "--delta", "1e-5", "--beta", "0.01"], "Use at least"),
 ])
 def test_run_refuses_bad_requests(args, message):
-    res = run(*args)
+    res = here(*args)
     assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr, res.stderr
 
 @pytest.mark.parametrize("args, message", [
@@ -77,7 +73,7 @@ def test_run_refuses_bad_requests(args, message):
     (["--backend", "tpu", "list"], "invalid choice"),
 ])
 def test_bad_arguments_exit_2_with_a_message(args, message):
-    res = run(*args)
+    res = here(*args)
     assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr
 
 def test_cupy_without_gpu_is_a_clear_error():
@@ -88,7 +84,7 @@ def test_cupy_without_gpu_is_a_clear_error():
 
 @pytest.mark.parametrize("mechanism", ["tree", "gaussian", "zo-oracle"])
 def test_audit_prints_bound_beside_claim(mechanism):
-    res = run("audit", "--mechanism", mechanism, "--trials", "5000", "--seed", "1", "--epsilon", "1.0", "--delta", "1e-5")
+    res = here("audit", "--mechanism", mechanism, "--trials", "5000", "--seed", "1", "--epsilon", "1.0", "--delta", "1e-5")
     assert res.returncode == 0, res.stdout + res.stderr
     m = re.search(r"epsilon: claimed ([0-9.]+), empirical lower bound ([0-9.]+)", res.stdout)
     claimed, bound = float(m.group(1)), float(m.group(2))
@@ -96,18 +92,18 @@ def test_audit_prints_bound_beside_claim(mechanism):
 
 def test_audit_rejects_bad_privacy_parameters():
     for args in (["--epsilon", "0"], ["--delta", "1.5"], ["--delta", "nan"]):
-        res = run("audit", "--trials", "100", *args)
+        res = here("audit", "--trials", "100", *args)
         assert res.returncode == 2 and "Traceback" not in res.stderr and "must be" in res.stderr, (args, res.stderr)
 
 def test_json_plan_block_is_the_common_fields_and_the_algorithms_record(tmp_path):
     "Issue 19: `plan.params` names its record (nested for the JL method); a field the record lacks is refused with the fields listed."
     out = tmp_path / "glm.json"
-    res = run("run", "abggmu-glm", "--problem", "logistic", "--n", "2000", "--d", "3", "--epsilon", "1", "--delta", "1e-6",
+    res = here("run", "abggmu-glm", "--problem", "logistic", "--n", "2000", "--d", "3", "--epsilon", "1", "--delta", "1e-6",
               "--set", "rank=2", "--set", "L1=0.25", "--seed", "0", "--quiet", "--out", str(out))
     assert res.returncode == 0, res.stderr
     plan = json.loads(out.read_text())["plan"]
     assert plan["params"]["record"] == "GLMParams" and plan["params"]["inner"]["record"] == "SpiderParams"
     assert {"T", "q", "b1", "b2", "eta", "z", "L0", "L1"} <= set(plan["params"]["inner"]) and "extra" not in plan
-    bad = run("run", "dp-sgd", "--problem", "robust-regression", "--n", "2000", "--d", "3", "--epsilon", "1", "--delta", "1e-6",
+    bad = here("run", "dp-sgd", "--problem", "robust-regression", "--n", "2000", "--d", "3", "--epsilon", "1", "--delta", "1e-6",
               "--set", "B2=64", "--dry-run")
     assert bad.returncode != 0 and "DPSGDParams: T, batch, eta, C, sigma, sampling" in bad.stderr + bad.stdout

@@ -11,16 +11,14 @@ algorithm correct below its claim, sigma/4 caught in abggmu-spider at m = 1000, 
 below the claim over five more seeds, and klt-single-pass (m = 128) and klt-multi-pass (m = 16) correct below the claim
 and clipping off caught.
 """
-import math, subprocess, sys
-from pathlib import Path
+import math
 import numpy as np
 import pytest
 from scipy import stats
 from dpnotebooks.one_run_audit import (one_run_p_value, one_run_epsilon, count_guesses, run_one_run_audit, recorded_shifts, canary_shifts)
 from dpnotebooks.privacy import calibrate_gaussian
+from cli_runner import dpnb_here
 
-_SCRIPT = Path(sys.executable).parent / "dpnb"
-DPNB = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "import sys; from dpnotebooks.cli import main; sys.exit(main())"]
 SIGMA_4 = lambda kw, c: kw.update(sigma=kw["sigma"] / 4)
 NO_CLIP = lambda kw, c: kw.update(clip=1e8)
 
@@ -103,11 +101,10 @@ def test_sosp_audits_observe_the_tree_leaf_or_the_o1_release():
     assert "one O1 release" in run_one_run_audit("ganesh-sosp", 1.0, 1e-5, 64, rng=0).mechanism
 
 def test_cli_one_run():
-    res = subprocess.run(DPNB + ["audit", "--one-run", "dp-sgd", "--canaries", "500", "--guesses", "50", "--seed", "0"],
-                         capture_output=True, text=True, timeout=300)
+    res = dpnb_here("audit", "--one-run", "dp-sgd", "--canaries", "500", "--guesses", "50", "--seed", "0")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "one-run audit of dp-sgd" in res.stdout and "claimed 1.0000, empirical lower bound" in res.stdout, res.stdout
-    bad = subprocess.run(DPNB + ["audit", "--one-run", "dp-sgd", "--canaries", "10", "--guesses", "20"], capture_output=True, text=True, timeout=300)
+    bad = dpnb_here("audit", "--one-run", "dp-sgd", "--canaries", "10", "--guesses", "20")
     assert bad.returncode == 2 and "dpnb: error:" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
 
 def test_cli_one_run_abggmu(capsys):

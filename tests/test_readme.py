@@ -8,7 +8,7 @@ make_readme = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_readme)
 
 MAIN_CMD = 'python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/dpnb demo'
-TEST_CMD = 'python3 -m venv .venv && .venv/bin/pip install -e ".[dev]" && .venv/bin/python tools/test.py'
+TEST_CMD = 'python3 -m venv .venv && .venv/bin/pip install uv && .venv/bin/uv pip install -p .venv --compile-bytecode -e ".[dev]" && .venv/bin/python tools/test.py'
 
 def readme(): return (ROOT/"README.md").read_text(encoding="utf-8")
 

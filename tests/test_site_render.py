@@ -1,5 +1,6 @@
 """How tools/build_site.py renders a page, without a browser: its exporter skips nbconvert's sanitizer (bleach) on the
-highlighted code input only, and the page is the one nbconvert's own lab exporter writes."""
+highlighted code input only, and nbconvert's BeautifulSoup pass over the page (two substitutions add what it adds), and the
+page, parsed as that pass parses it, is the one nbconvert's own lab exporter writes."""
 import copy
 import pytest
 from tools_loader import tool
@@ -16,10 +17,21 @@ CODE = ["<script>alert(1)</script>",
 MARKDOWN = "Text with <b>HTML</b>, $a < b$ & more."
 
 
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="   # 1x1 pixel
+
+
 def _nb():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(MARKDOWN)] + [nbformat.v4.new_code_cell(c) for c in CODE])
+    nb.cells[1].outputs = [nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"}),
+                           nbformat.v4.new_output("stream", text="printed <text>\n")]
+    nb.cells.append(nbformat.v4.new_markdown_cell("![a figure with its own alt](data:image/png;base64," + PNG + ")"))
     nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
     return nb
+
+
+def _as_nbconvert_parses(page: str) -> str:
+    from bs4 import BeautifulSoup
+    return str(BeautifulSoup(page, features="html.parser"))
 
 
 def test_the_page_is_what_nbconvert_writes_with_the_sanitizer():
@@ -30,8 +42,25 @@ def test_the_page_is_what_nbconvert_writes_with_the_sanitizer():
     want, _ = ref.from_notebook_node(copy.deepcopy(nb))
     for _ in range(2):                                  # the exporter is kept for the next page: the same page again
         got, _ = bs._exporter(nb).from_notebook_node(copy.deepcopy(nb))
-        assert got == want
+        assert _as_nbconvert_parses(got) == want
     assert '<span class="o">&lt;</span><span class="n">script</span>' in got                # the code's text, escaped
+    assert got.count('tabindex="0"') == want.count('tabindex="0"') > len(CODE)                # every code input, and the outputs
+    assert got.count('alt="No description has been provided for this image"') == 1           # the output figure, not the markdown's
+
+
+def test_the_accessibility_pass_can_fail():
+    "Without `_accessible`, the page is not nbconvert's: the comparison above sees the attributes the pass adds."
+    bs = tool("build_site")
+    nb = _nb()
+    from nbconvert import HTMLExporter
+    want, _ = HTMLExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True,
+                           mathjax_url=bs.MATHJAX).from_notebook_node(copy.deepcopy(nb))
+    real = bs._accessible
+    try:
+        bs._accessible = lambda page: page
+        got, _ = bs._exporter(nb).from_notebook_node(copy.deepcopy(nb))
+    finally: bs._accessible = real
+    assert _as_nbconvert_parses(got) != want and 'tabindex="0"' not in got
 
 
 def test_the_comparison_can_fail():

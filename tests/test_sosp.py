@@ -1,8 +1,7 @@
 """lt-sosp (Liu & Talwar 2025, nbs/algorithms/21_sosp and nbs/planning/33_sosp_algorithm): the `dpnb run` contract with its second-order block,
 second-order stationarity on the strict-saddle problem, the privacy invariants read off the transcript, refusals before any
 data is read, reproducibility and single-pass data use."""
-import json, math, subprocess, sys
-from pathlib import Path
+import json, math
 import numpy as np
 import pytest
 from conftest import untouchable
@@ -13,12 +12,11 @@ from dpnotebooks.problems import get_problem
 from dpnotebooks.stationarity import grad_norm, hessian_min_eig
 from dpnotebooks.streams import DataStream, SampleReuseError
 from dpnotebooks.sosp import (SOSPParams, sosp_parameters, sosp_releases, batch_size, replay_decisions, lt_sosp)
+from cli_runner import dpnb_here
 
 # n = 400 000 is below the worst case of Lemma 3.15 at alpha = 0.2: the recipe warns (tested once below), the runs still certify
 pytestmark = pytest.mark.filterwarnings("ignore:lt-sosp.*below the worst-case:UserWarning")
 
-_SCRIPT = Path(sys.executable).parent / "dpnb"
-DPNB = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "import sys; from dpnotebooks.cli import main; sys.exit(main())"]
 
 N, D, EPS, DELTA, ALPHA = 400_000, 4, 1.0, 1e-6, 0.2
 KW = dict(epsilon=EPS, delta=DELTA, alpha=ALPHA)
@@ -39,9 +37,8 @@ def params_of(res) -> SOSPParams: return res.trace["plan"].params
 
 def test_dpnb_run_writes_the_sosp_record(tmp_path):
     out = tmp_path / "sosp.json"
-    res = subprocess.run(DPNB + ["run", "lt-sosp", "--problem", "saddle", "--n", str(N), "--d", str(D), "--epsilon", "1",
-                                 "--delta", "1e-6", "--alpha", "0.2", "--seed", "0", "--out", str(out), "--quiet"],
-                         capture_output=True, text=True, timeout=300)
+    res = dpnb_here("run", "lt-sosp", "--problem", "saddle", "--n", str(N), "--d", str(D), "--epsilon", "1",
+                                 "--delta", "1e-6", "--alpha", "0.2", "--seed", "0", "--out", str(out), "--quiet")
     assert res.returncode == 0, res.stderr
     r = json.loads(out.read_text())
     for key in ("algorithm", "problem", "n", "d", "seed", "backend", "privacy", "samples_used", "max_uses_per_sample", "x_out",
@@ -68,8 +65,8 @@ def test_dpnb_run_writes_the_sosp_record(tmp_path):
     assert "lambda_min" in res.stdout and "escaped" in res.stdout and "Traceback" not in res.stderr
 
 def test_dpnb_run_refuses_without_a_traceback():
-    res = subprocess.run(DPNB + ["run", "lt-sosp", "--problem", "saddle", "--n", "1000", "--d", str(D), "--epsilon", "1",
-                                 "--delta", "1e-6", "--alpha", "0.2", "--quiet"], capture_output=True, text=True, timeout=300)
+    res = dpnb_here("run", "lt-sosp", "--problem", "saddle", "--n", "1000", "--d", str(D), "--epsilon", "1",
+                                 "--delta", "1e-6", "--alpha", "0.2", "--quiet")
     assert res.returncode == 2 and "Use at least" in res.stderr and "Traceback" not in res.stderr, res.stderr
 
 # ---------------------------------------------------------------- 2. second-order stationarity

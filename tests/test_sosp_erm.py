@@ -1,8 +1,7 @@
 """lt-sosp-erm (LT App. C's ERM route, nbs/algorithms/21a_sosp_erm and nbs/audits/43a_audit_sosp_erm): the registry entry and
 its plan, the K-pass ledger priced before any data is read, refusals before reading, K passes with at most K reads a
 sample, the array-api-strict backend, and the audits catching a quarter of the noise and single-pass accounting."""
-import json, math, re, subprocess, sys, warnings
-from pathlib import Path
+import json, math, re, warnings
 import numpy as np
 import pytest
 from conftest import untouchable
@@ -14,10 +13,9 @@ from dpnotebooks.sosp import sosp_parameters, lt_sosp
 from dpnotebooks.streams import DataStream
 from dpnotebooks.sosp_erm import ERMParams, ReuseStream, erm_parameters, erm_releases, lt_sosp_erm, erm_rate
 from dpnotebooks.audit_sosp_erm import run_sosp_erm_audit
+from cli_runner import dpnb_here
 
 pytestmark = pytest.mark.filterwarnings("ignore:lt-sosp-erm.*below the worst-case:UserWarning")
-_SCRIPT = Path(sys.executable).parent / "dpnb"
-DPNB = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "import sys; from dpnotebooks.cli import main; sys.exit(main())"]
 N, D, KW = 40_000, 4, dict(epsilon=1.0, delta=1e-6, alpha=0.5)
 
 def _consts(p): return dict(G=p.L, M=p.smoothness, rho=p.hessian_lipschitz, B=p.Phi)
@@ -76,10 +74,10 @@ def test_clip_bounds_below_the_declared_constants_are_refused_before_reading():
             minimize(guarded, "lt-sosp-erm", seed=0, epsilon=1.0, delta=1e-6, alpha=0.2, passes=2, **kw)
 
 def test_cli_run_and_audit():
-    out = subprocess.run(DPNB + ["run", "lt-sosp-erm", "--problem", "saddle", "--n", str(N), "--d", str(D), "--epsilon", "1", "--delta", "1e-6",
-                                 "--alpha", "0.5", "--set", "passes=8", "--seed", "0", "--quiet"], capture_output=True, text=True, timeout=300)
+    out = dpnb_here("run", "lt-sosp-erm", "--problem", "saddle", "--n", str(N), "--d", str(D), "--epsilon", "1", "--delta", "1e-6",
+                                 "--alpha", "0.5", "--set", "passes=8", "--seed", "0", "--quiet")
     assert out.returncode == 0, out.stderr
-    out = subprocess.run(DPNB + ["audit", "--mechanism", "lt-sosp-erm-tree", "--trials", "50000", "--seed", "7"], capture_output=True, text=True, timeout=120)
+    out = dpnb_here("audit", "--mechanism", "lt-sosp-erm-tree", "--trials", "50000", "--seed", "7")
     assert out.returncode == 0, out.stdout + out.stderr
     claim, bound = map(float, re.search(r"claimed ([0-9.]+), empirical lower bound ([0-9.]+)", out.stdout).groups())
     assert abs(claim - 1.0) < 1e-3 and 0 < bound < claim, out.stdout

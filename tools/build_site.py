@@ -262,22 +262,53 @@ class _Highlighted(str):
     "A code cell's source as pygments highlighted it: the text escaped into spans, nothing a sanitizer would change."
 
 
+class _PageHighlighter:
+    "The `highlight_code` filter, pointed at each page's language in turn (`lexer_for`) without touching the exporter's traits."
+    def lexer_for(self, nb):
+        from nbconvert.filters.highlight import Highlight2HTML
+        info = nb.metadata.get("language_info", {})
+        self.hl = Highlight2HTML(pygments_lexer=info.get("pygments_lexer", info.get("name")))
+    def __call__(self, source, *a, **k): return _Highlighted(self.hl(source, *a, **k))
+
+
+_NO_ALT = 'alt="No description has been provided for this image"'
+_FOCUSABLE = re.compile(r'(<div class="(?:[^"]*\s)?(?:jp-Cell-inputWrapper|jp-OutputArea-output)(?:\s[^"]*)?"(?![^>]*\btabindex=)[^>]*?)(/?)>')
+_IMG_NO_ALT = re.compile(r'(<img(?![^>]*\balt=)[^>]*?)(/?)>')
+
+def _accessible(page: str) -> str:
+    """What nbconvert's HTMLExporter adds after rendering (an alt text on images without one, `tabindex="0"` on code inputs and
+    outputs), by two substitutions instead of its BeautifulSoup pass over the whole page (a third of a page's rendering time).
+    tests/test_site_render.py checks that the page, parsed as that pass parses it, is nbconvert's page."""
+    page = _IMG_NO_ALT.sub(lambda m: f"{m.group(1)} {_NO_ALT}{m.group(2)}>", page)
+    return _FOCUSABLE.sub(lambda m: f'{m.group(1)} tabindex="0"{m.group(2)}>', page)
+
+
 def _exporter(nb):
-    """This process's HTML exporter (the lab template, compiled once per process), set to highlight `nb`'s language.
-    Code input skips nbconvert's `clean_html` (bleach), about a third of the time it spends on a page: pygments escapes the
-    source, so sanitizing its spans changes nothing (tests/test_site_render.py compares). The template's other uses of
-    `clean_html` are left as they are."""
+    """This process's HTML exporter (the lab template, its Jinja environment built once per process), set to highlight `nb`'s
+    language. Code input skips nbconvert's `clean_html` (bleach), about a third of the time it spends on a page: pygments
+    escapes the source, so sanitizing its spans changes nothing (tests/test_site_render.py compares). The template's other
+    uses of `clean_html` are left as they are. Its `from_notebook_node` is HTMLExporter's with `_accessible` in place of the
+    BeautifulSoup pass; the filters stay the same object, so the template is compiled once, not once a page."""
     from nbconvert import HTMLExporter
+    from nbconvert.exporters.templateexporter import TemplateExporter
     from nbconvert.filters import clean_html
-    from nbconvert.filters.highlight import Highlight2HTML
-    info = nb.metadata.get("language_info", {})
-    hl = Highlight2HTML(pygments_lexer=info.get("pygments_lexer", info.get("name")))
-    filters = {"highlight_code": lambda source, *a, **k: _Highlighted(hl(source, *a, **k)),
-               "clean_html": lambda s: s if isinstance(s, _Highlighted) else clean_html(s)}
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    class PageExporter(HTMLExporter):
+        def from_notebook_node(self, nb, resources=None, **kw):
+            resources = self._init_resources(resources)
+            self.register_filter("highlight_code", self.filters["highlight_code"])
+            self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self,
+                                                                           resources=resources))
+            page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            return _accessible(page), resources
+
     if "exporter" not in _EXPORTER:
-        _EXPORTER["exporter"] = HTMLExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True,
+        filters = {"highlight_code": _PageHighlighter(),
+                   "clean_html": lambda s: s if isinstance(s, _Highlighted) else clean_html(s)}
+        _EXPORTER["exporter"] = PageExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True,
                                              mathjax_url=MATHJAX, filters=filters)
-    _EXPORTER["exporter"].filters = filters          # read again by from_notebook_node for highlight_code
+    _EXPORTER["exporter"].filters["highlight_code"].lexer_for(nb)
     return _EXPORTER["exporter"]
 
 _EXPORTER = {}
