@@ -19,9 +19,7 @@ passed.
 
 Every part runs two worker processes; each gets one BLAS/OpenMP thread (`ONE_THREAD`, unless the variable is already set):
 two workers with two BLAS threads each on two cores oversubscribe them, and OpenBLAS's threads then wait on each other
-(a Goldstein certificate took 1.9 s instead of 0.2 s beside one busy process). The fast tier's two parts run at the same
-time (`_run_together`: four single-threaded processes on two cores, none idle while a part's last page or test file runs
-alone); the slow tier's run one after the other (its tests open the site its first part builds). Results do not depend on it beyond
+(a Goldstein certificate took 1.9 s instead of 0.2 s beside one busy process). Results do not depend on it beyond
 rounding: tests/test_golden.py compares the seeded outputs at the tolerance across machines of tests/golden/record.py, and
 the slow tier's last part runs it, the checkpoint tests (bit for bit within a machine) and the backends' agreement under
 `other_cpu()`: OpenBLAS's Prescott kernel, numpy without its AVX2/AVX-512 paths, one thread, a random hash seed.
@@ -62,37 +60,15 @@ def precompile():
     import compileall
     for d in ("dpnotebooks", "tests", "tools"): compileall.compile_dir(ROOT / d, quiet=1)
 
-def _start(name:str, argv:list, env:dict, tier:str, log):
-    "Start one part; its output goes to `log` (a file) or, with None, straight to this terminal."
-    print(f"\n===== {tier} tier: {name} =====\n+ {' '.join(argv)}", flush=True)
-    if env: print("  with " + " ".join(f"{k}={v!r}" for k, v in env.items()), flush=True)
-    return subprocess.Popen(argv, cwd=ROOT, env={**ONE_THREAD, **os.environ, **env}, stdout=log, stderr=log and subprocess.STDOUT)
-
-def _run_together(tier:str, parts:list) -> list:
-    """Run the fast tier's parts at the same time, two worker processes each: on two cores the CPU is busy from start to end
-    instead of idling while the last notebook or the last test file of a part finishes alone (a part's tail). The first part
-    prints as it goes; the others' output is kept in a file and printed when they end."""
-    import tempfile
-    procs = []
-    for i, (name, argv, env) in enumerate(parts):
-        log = None if i == 0 else tempfile.TemporaryFile("w+")
-        procs.append((name, _start(name, argv, env, tier, log), log, time.time()))
-    results = []
-    for name, proc, log, t in procs:
-        rc = proc.wait(); results.append((name, rc, time.time() - t))
-        if log: log.seek(0); print(f"\n===== {tier} tier: {name} (output) =====\n{log.read()}", flush=True); log.close()
-    return results
-
 def run(tier:str) -> int:
     t0, results = time.time(), []
     precompile()
-    todo = parts(tier)
-    if tier in ("fast", "all"): results += _run_together(tier, todo[:2]); todo = todo[2:]
-    for name, argv, env in todo:
-        t = time.time(); rc = _start(name, argv, env, tier, None).wait()
+    for name, argv, env in parts(tier):
+        print(f"\n===== {tier} tier: {name} =====\n+ {' '.join(argv)}", flush=True)
+        if env: print("  with " + " ".join(f"{k}={v!r}" for k, v in env.items()), flush=True)
+        t = time.time(); rc = subprocess.call(argv, cwd=ROOT, env={**ONE_THREAD, **os.environ, **env})
+        if rc == 5 and name.startswith("pytest"): print("pytest collected no tests: that is a failure here")
         results.append((name, rc, time.time() - t))
-    for name, rc, _ in results:
-        if rc == 5 and name.startswith("pytest"): print(f"{name}: pytest collected no tests: that is a failure here")
     print(f"\n===== {tier} tier: {time.time() - t0:.0f} s =====")
     w = max(len(name) for name, _, _ in results)
     for name, rc, s in results: print(f"  {name:<{w}} {'passed' if rc == 0 else f'FAILED (exit {rc})':<18} {s:6.0f} s")
