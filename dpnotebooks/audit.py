@@ -55,14 +55,28 @@ def _eps_at(tp_k, fp_k, n, delta, confidence):
     q_hi = clopper_pearson(fp_k, n, 2 * confidence - 1)[1]
     return math.log((p_lo - delta) / q_hi) if p_lo > delta and q_hi > 0 else 0.0
 
+# %% ../nbs/audits/40_audit.ipynb #6d2ed885
+def _cp_many(k, n:int, confidence:float) -> tuple:
+    "`clopper_pearson(k, n, confidence)` for an array of counts `k`: (lower bounds, upper bounds), arrays."
+    a, k = 1 - confidence, np.asarray(k)
+    lo = np.where(k == 0, 0.0, stats.beta.ppf(a / 2, np.maximum(k, 1), n - k + 1))
+    hi = np.where(k == n, 1.0, stats.beta.ppf(1 - a / 2, k + 1, np.maximum(n - k, 1)))
+    return lo, hi
+
+def _eps_many(tp, fp, n:int, delta:float, confidence:float) -> list:
+    "`_eps_at` at each pair of counts (`tp[i]`, `fp[i]`)."
+    p_lo, q_hi = _cp_many(tp, n, 2 * confidence - 1)[0].tolist(), _cp_many(fp, n, 2 * confidence - 1)[1].tolist()
+    return [math.log((p - delta) / q) if p > delta and q > 0 else 0.0 for p, q in zip(p_lo, q_hi)]
+
 # %% ../nbs/audits/40_audit.ipynb #c5914548
 def _select_threshold(sa0, sb0, delta, conf1, n_thresholds) -> tuple:
     "(ε, τ, sign) of the best threshold test `sign·score ≥ τ` on the selection half (scores on D, on D')."
     h = len(sa0); best = (-np.inf, 0.0, 1)
     for sign in (1, -1):
         sa, sb = sign * sa0, sign * sb0
-        for tau in np.unique(np.quantile(np.concatenate([sa, sb]), np.linspace(0, 1, n_thresholds))):
-            e = _eps_at(int((sa >= tau).sum()), int((sb >= tau).sum()), h, delta, conf1)
+        taus = np.unique(np.quantile(np.concatenate([sa, sb]), np.linspace(0, 1, n_thresholds)))
+        tp, fp = (sa[None, :] >= taus[:, None]).sum(1), (sb[None, :] >= taus[:, None]).sum(1)   # counts at every τ at once
+        for e, tau in zip(_eps_many(tp, fp, h, delta, conf1), taus):
             if e > best[0]: best = (e, tau, sign)
     return best
 

@@ -1,6 +1,11 @@
 """Shared pytest configuration: the `slow` marker and the `backend` fixture."""
+import sys
 import pytest
 from dpnotebooks.backend import available_backends, use_backend
+
+# Every worker collects every test module, and some import nbformat, which imports jsonschema and its optional IRI-format
+# checker, rfc3987-syntax: 2.7 s to build its grammar, for a format no notebook schema uses (tools/build_site.py says more).
+sys.modules.setdefault("rfc3987_syntax", None)
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a longer test (audits, end-to-end); CI still runs it")
