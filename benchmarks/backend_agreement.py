@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from test_checkpoint import RUNS, _reference
-from dpnotebooks.backend import use_backend, available_backends
+from dpnotebooks.core.backend import use_backend, available_backends
 
 if __name__ == "__main__":
     warnings.simplefilter("ignore")

@@ -10,9 +10,9 @@ An algorithm whose recipe refuses n (too few records for its theorem) prints 're
 import sys, time, warnings
 import numpy as np
 from dpnotebooks import get_problem, plan
-from dpnotebooks.problems import Dataset
-from dpnotebooks.registry import ALGORITHMS
-from dpnotebooks import ledger, privacy, sosp_algorithm, sosp_erm, ganesh_sosp
+from dpnotebooks.problems.base import Dataset
+from dpnotebooks.engine.registry import ALGORITHMS
+from dpnotebooks.privacy.accounting import ledger, accounting as privacy; from dpnotebooks.planning import sosp_algorithm; from dpnotebooks.algorithms import sosp_erm, ganesh_sosp
 
 PROBLEM = {"abggmu-spider": "sigmoid-glm", "abggmu-tree-spider": "sigmoid-glm", "lt-sosp": "sigmoid-glm", "lt-sosp-erm": "sigmoid-glm",
            "ganesh-sosp": "sigmoid-glm"}   # else logistic

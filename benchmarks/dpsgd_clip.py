@@ -10,11 +10,11 @@ are L/10 from this table; the MLP keeps C = L.)
 """
 import itertools, time, warnings
 import numpy as np
-from dpnotebooks.utility import utility_task, utility_problem
-from dpnotebooks.tuning import accuracy
-from dpnotebooks.minimize import minimize
-from dpnotebooks.problems import SigmoidGLM
-from dpnotebooks.data import code_labels
+from dpnotebooks.experiments.utility import utility_task, utility_problem
+from dpnotebooks.planning.tuning import accuracy
+from dpnotebooks.planning.minimize import minimize
+from dpnotebooks.problems.base import SigmoidGLM
+from dpnotebooks.problems.data import code_labels
 
 DATASETS, EPSILONS, SPLITS, SEEDS = ("breast-cancer", "digits", "wine"), (0.5, 1.0, 4.0), (1, 2, 3), (0, 1)
 CLIPS = {"logistic": (1.0, 0.3, 0.1, 0.03), "sigmoid-glm": (0.5, 0.15, 0.05, 0.015), "mlp": (1.0, 0.3, 0.1)}   # L first

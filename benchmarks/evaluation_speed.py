@@ -14,9 +14,9 @@ the largest difference between the two certificates' norms (rounding only: the p
 """
 import argparse, os, subprocess, sys, time
 import numpy as np
-from dpnotebooks import problems
-from dpnotebooks.experiments import planted_robust_regression
-from dpnotebooks.stationarity import goldstein_certificate
+from dpnotebooks.problems.base import base as problems
+from dpnotebooks.experiments.sample_complexity import planted_robust_regression
+from dpnotebooks.problems.stationarity import goldstein_certificate
 
 def timed(block:int, ev, x) -> tuple:
     problems.BLOCK_ELEMENTS = block

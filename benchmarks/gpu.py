@@ -8,15 +8,15 @@ Run where a CUDA GPU, cupy and torch are installed (skipped sections say why oth
     python benchmarks/gpu.py --sections suite           # every job of `dpnb bench --quick` on cupy, 10 s each at most
 
 Every time is the median of `--repeat` calls after a warm-up, with the GPU synchronized before the clock stops
-(`dpnotebooks.bench.measure`). Nothing here is asserted: these are measurements, written down with the machine.
+(`dpnotebooks.experiments.bench.measure`). Nothing here is asserted: these are measurements, written down with the machine.
 """
 import argparse, json, math, sys, time
 from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dpnotebooks.backend import available_backends, use_backend, get_xp, make_rng
-from dpnotebooks.bench import bench_zo, machine, measure
+from dpnotebooks.core.backend import available_backends, use_backend, get_xp, make_rng
+from dpnotebooks.experiments.bench import bench_zo, machine, measure
 
 def _ms(t): return f"{t * 1e3:.3g}"
 
@@ -77,8 +77,8 @@ def philox_zo(d, m, b, repeat, chunk):
 def torch_rows(p, hidden, batches, repeat):
     "from_torch's ghost clipped sum and per-sample gradients on CUDA and on the CPU, against one batched forward+backward on CUDA."
     import torch
-    from dpnotebooks.losses import from_torch
-    from dpnotebooks.problems import Dataset
+    from dpnotebooks.problems.losses import from_torch
+    from dpnotebooks.problems.base import Dataset
     rows, bce = [], torch.nn.functional.binary_cross_entropy_with_logits
     for b in batches:
         r = np.random.default_rng(b); A = r.normal(size=(b, p)); A /= np.linalg.norm(A, axis=1, keepdims=True); y = (r.random(b) < 0.5) * 1.0
@@ -105,9 +105,9 @@ def torch_rows(p, hidden, batches, repeat):
 def suite_rows(limit):
     "Every job of `dpnb bench --quick` on cupy, end-to-end runs first, each stopped after `limit` seconds (SIGALRM): which run, which are slow."
     import signal
-    from dpnotebooks.bench import GRIDS, _suite_jobs, _run_job
-    from dpnotebooks.minimize import ALGORITHMS
-    import dpnotebooks.smooth_algorithms, dpnotebooks.sosp_algorithm  # noqa: F401 (registers them)
+    from dpnotebooks.experiments.bench import GRIDS, _suite_jobs, _run_job
+    from dpnotebooks.planning.minimize import ALGORITHMS
+    import dpnotebooks.planning.smooth_algorithms, dpnotebooks.planning.sosp_algorithm  # noqa: F401 (registers them)
     g = GRIDS["quick"]; jobs = _suite_jobs(g, ["cupy"], ["float64"], list(ALGORITHMS))
     def alarm(*_): raise TimeoutError(f"over the {limit} s limit per job")
     old, rows = signal.signal(signal.SIGALRM, alarm), []

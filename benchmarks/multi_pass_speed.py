@@ -13,9 +13,9 @@ import sys, time
 import numpy as np
 from threadpoolctl import threadpool_info
 from dpnotebooks import get_problem, plan
-from dpnotebooks.cost import estimate_work, format_seconds
-from dpnotebooks.streams import MultiPassView
-from dpnotebooks.zo_oracles import KLTMultiPassOracle
+from dpnotebooks.planning.cost import estimate_work, format_seconds
+from dpnotebooks.core.streams import MultiPassView
+from dpnotebooks.algorithms.zo_oracles import KLTMultiPassOracle
 
 def step_seconds(problem, m:int, fast:bool, seed:int) -> tuple:
     "(period-start seconds, increment seconds) of one oracle on `problem` (Σ = 20, noise as the CLI plan's)."

@@ -35,10 +35,10 @@ import argparse, math, platform, time, warnings
 from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
-from dpnotebooks.backend import use_backend, asarray, to_numpy
-from dpnotebooks.problems import Dataset, Logistic
-from dpnotebooks.dpsgd import MLP, dp_sgd
-from dpnotebooks.utility import utility_task
+from dpnotebooks.core.backend import use_backend, asarray, to_numpy
+from dpnotebooks.problems.base import Dataset, Logistic
+from dpnotebooks.algorithms.dpsgd import MLP, dp_sgd
+from dpnotebooks.experiments.utility import utility_task
 
 HIDDEN, CLIP, SIGMA, LR = 32, 1.0, 1.0, 0.5
 DEVICE = "cpu"   # --device: 'cpu' (numpy; Opacus on the CPU) or 'cuda' (cupy; Opacus's model and data on the GPU)
@@ -49,7 +49,7 @@ class _Materialized(MLP): clipped_sum = None
 def our_mlp(task):
     "The MLP d-32-1 of `--ours` on the task's training split."
     if OURS == "jax":
-        from dpnotebooks.utility import mlp_problem
+        from dpnotebooks.experiments.utility import mlp_problem
         return mlp_problem(task.train)
     data = Dataset(to_numpy(task.train.A), to_numpy(task.train.y), task.name)   # in the active dtype (float32 when asked)
     return (MLP if OURS == "fused" else _Materialized)(data, hidden=HIDDEN)
@@ -114,7 +114,7 @@ def clear_caches():
 
 def ours_end_to_end(task, epsilon:float, delta:float, epochs:int, B:int):
     "A short private run through `minimize`, cold (caches cleared): plan, noise calibration, training (float64, α = 0)."
-    from dpnotebooks.minimize import minimize
+    from dpnotebooks.planning.minimize import minimize
     def run():
         clear_caches()
         with use_backend(_backend()):
@@ -203,7 +203,7 @@ def _adapter_rows(task, B:int, repeat:int) -> list:
     data = (to_numpy(task.train.A), to_numpy(task.train.y))
     if _have("torch"):
         import torch
-        from dpnotebooks.losses import from_torch
+        from dpnotebooks.problems.losses import from_torch
         net = _torch_mlp(torch, task.train.p).double()
         lossf = lambda o, t: torch.nn.functional.softplus(-t * o)
         p = from_torch(net, data, L=1.0, loss=lossf)
@@ -215,7 +215,7 @@ def _adapter_rows(task, B:int, repeat:int) -> list:
         out.append(_row("MLP via from_torch", "float64", B, p.dim, t))
     if _have("jax"):
         import jax, jax.numpy as jnp
-        from dpnotebooks.utility import mlp_problem
+        from dpnotebooks.experiments.utility import mlp_problem
         p = mlp_problem(task.train)
         x = p.x0 + 0.01; bt = Dataset(A, (y > 0).astype(float))
         g = jax.jit(jax.grad(lambda q, A_, t_: jnp.mean(jax.vmap(lambda a, t: _jax_bce(p, q, a, t))(A_, t_))))
@@ -333,7 +333,7 @@ def main(argv=None) -> int:
     repeat = 3 if a.quick else a.repeat
     global OURS, DEVICE; OURS, DEVICE = a.ours, a.device
     if DEVICE == "cuda":
-        from dpnotebooks.backend import available_backends
+        from dpnotebooks.core.backend import available_backends
         if "cupy" not in available_backends(): raise SystemExit("--device cuda needs a CUDA GPU with cupy (and torch with CUDA for Opacus).")
         if OURS == "jax": raise SystemExit("--device cuda runs dpnotebooks' own MLP on cupy: use --ours fused or materialized.")
     if _have("torch"):

@@ -15,8 +15,8 @@ import json, sys, time, warnings
 import numpy as np
 warnings.simplefilter("ignore")
 import dpnotebooks
-from dpnotebooks.problems import get_problem
-from dpnotebooks.minimize import minimize
+from dpnotebooks.problems.base import get_problem
+from dpnotebooks.planning.minimize import minimize
 alg, n, d = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 p = get_problem("robust-regression", n=n, d=d, seed=0)
 minimize(p, alg, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0)

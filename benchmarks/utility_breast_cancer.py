@@ -9,8 +9,8 @@ for the MLP.
 """
 import json, sys, time, warnings
 import numpy as np
-from dpnotebooks.problems import load_sklearn, Dataset, Logistic
-from dpnotebooks.minimize import minimize
+from dpnotebooks.problems.base import load_sklearn, Dataset, Logistic
+from dpnotebooks.planning.minimize import minimize
 
 EPSILONS = (0.5, 1, 2, 4, 8)
 
@@ -21,7 +21,7 @@ def task(kind:str):
     if kind == "logistic":
         return Logistic(Dataset(A[tr], y[tr], "bc-train")), lambda x: float(np.mean(np.sign(A[te] @ np.asarray(x)) == y[te]))
     import jax, jax.numpy as jnp
-    from dpnotebooks.losses import from_jax
+    from dpnotebooks.problems.losses import from_jax
     jax.config.update("jax_enable_x64", True)
     d, h = A.shape[1], 32
     k1, k2 = jax.random.split(jax.random.PRNGKey(0))

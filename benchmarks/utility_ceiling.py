@@ -16,12 +16,12 @@ calibrated by `plan_run` exactly as `minimize` does).
 """
 import argparse, itertools, time, warnings
 import numpy as np
-from dpnotebooks.utility import utility_task, utility_problem
-from dpnotebooks.tuning import accuracy
-from dpnotebooks.minimize import minimize, plan_run
-from dpnotebooks.data import code_labels
-from dpnotebooks.dpsgd import dp_sgd
-from dpnotebooks.problems import SigmoidGLM
+from dpnotebooks.experiments.utility import utility_task, utility_problem
+from dpnotebooks.planning.tuning import accuracy
+from dpnotebooks.planning.minimize import minimize, plan_run
+from dpnotebooks.problems.data import code_labels
+from dpnotebooks.algorithms.dpsgd import dp_sgd
+from dpnotebooks.problems.base import SigmoidGLM
 
 GRID = dict(C=[0.03, 0.1, 0.3, 1.0], lr=[None, "x3"], epochs=[10, 30, 60], batch_size=[30, 60, 120])   # lr None: the default rule (η ∝ 1/C); "x3": three times it
 

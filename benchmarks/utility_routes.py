@@ -22,10 +22,10 @@ import argparse, math, warnings
 import numpy as np
 from scipy.optimize import brentq, minimize as sp_minimize
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from dpnotebooks.problems import Dataset, Logistic
-from dpnotebooks.utility import utility_task
-from dpnotebooks.minimize import minimize
-from dpnotebooks.tuning import accuracy
+from dpnotebooks.problems.base import Dataset, Logistic
+from dpnotebooks.experiments.utility import utility_task
+from dpnotebooks.planning.minimize import minimize
+from dpnotebooks.planning.tuning import accuracy
 
 def sigma_per_sensitivity(epsilon:float, delta:float=1e-5) -> float:
     "sigma/Delta of one Gaussian release at (epsilon, delta), Delta the L2 distance between neighbouring outputs (dp-accounting PLD)."

@@ -17,7 +17,7 @@ __doc__ = """dpnotebooks: differentially private optimization of nonsmooth and n
 
 A tour in a few names (each is documented: `help(dpnotebooks.minimize)` lists every parameter):
 
-    from dpnotebooks import get_problem, plan, minimize
+    from dpnotebooks import get_problem, plan; from dpnotebooks.planning import minimize
     p = get_problem("robust-regression", n=10000, d=4, seed=0)        # a Problem: a loss, its data, public constants
     pl = plan(p, "klt-single-pass", epsilon=1.0, delta=1e-6)         # every parameter of the run; no data read
     res = minimize(p, "klt-single-pass", epsilon=1.0, delta=1e-6, seed=0)
@@ -41,18 +41,18 @@ The command line is `dpnb` (`dpnb --help`). The documentation is the notebooks, 
 """
 
 # %% ../nbs/interface/51_package.ipynb #33c226ee
-from .backend import set_backend, get_backend, use_backend, available_backends
-from .problems import Dataset, Problem, get_problem, list_problems, load_file, with_data
-from .ledger import Ledger, Result, BudgetExceededError
-from .registry import Plan, InsufficientDataError, list_algorithms
-from .faults import RunStopped
-from .minimize import minimize, plan_run as plan, planned_ledger
-from .losses import from_jax, from_torch, FrameworkLoss
-from .data import code_labels, train_test_split, public_scaler, fit_private_scaler
-from .tuning import tune, plan_tuning, TuneResult
-import dpnotebooks.lower_bounds  # registers the problem 'abggmu-lower-bound' (it imports problems, so problems cannot import it)
-import dpnotebooks.ganesh_sosp  # registers ganesh-sosp, LT's baseline (nbs/algorithms/21b_ganesh_sosp)
-import dpnotebooks.sosp_erm  # registers lt-sosp-erm, LT App. C's ERM variant (nbs/algorithms/21a_sosp_erm)  # noqa: F401
+from .core.backend import set_backend, get_backend, use_backend, available_backends
+from .problems.base import Dataset, Problem, get_problem, list_problems, load_file, with_data
+from .privacy.ledger import Ledger, Result, BudgetExceededError
+from .engine.registry import Plan, InsufficientDataError, list_algorithms
+from .engine.faults import RunStopped
+from .planning.minimize import minimize, plan_run as plan, planned_ledger
+from .problems.losses import from_jax, from_torch, FrameworkLoss
+from .problems.data import code_labels, train_test_split, public_scaler, fit_private_scaler
+from .planning.tuning import tune, plan_tuning, TuneResult
+import dpnotebooks.problems.lower_bounds  # registers the problem 'abggmu-lower-bound' (it imports problems, so problems cannot import it)
+import dpnotebooks.algorithms.ganesh_sosp  # registers ganesh-sosp, LT's baseline (nbs/algorithms/21b_ganesh_sosp)
+import dpnotebooks.algorithms.sosp_erm  # registers lt-sosp-erm, LT App. C's ERM variant (nbs/algorithms/21a_sosp_erm)  # noqa: F401
 
 _all_ = ["set_backend", "get_backend", "use_backend", "available_backends", "Dataset", "Problem", "get_problem", "list_problems",
          "load_file", "with_data", "Ledger", "Result", "BudgetExceededError", "Plan", "InsufficientDataError", "list_algorithms",

@@ -8,14 +8,14 @@ import contextlib, functools, os, tempfile, warnings
 from typing import Callable, NamedTuple
 import numpy as np
 
-from dpnotebooks.backend import RNG, set_backend
-from dpnotebooks import streams
-from dpnotebooks.problems import Dataset, LinearModel, Problem, RobustRegression, get_problem, load_file
-from dpnotebooks.minimize import InsufficientDataError, minimize
-from dpnotebooks.tree import TreeMechanism
-from dpnotebooks.privacy import calibrate_gaussian
-from dpnotebooks.checkpoint import CheckpointError
-from dpnotebooks.canary_audit import replace_record
+from dpnotebooks.core.backend import RNG, set_backend
+from dpnotebooks.core import streams
+from dpnotebooks.problems.base import Dataset, LinearModel, Problem, RobustRegression, get_problem, load_file
+from dpnotebooks.planning.minimize import InsufficientDataError, minimize
+from dpnotebooks.privacy.tree import TreeMechanism
+from dpnotebooks.privacy.accounting import calibrate_gaussian
+from dpnotebooks.engine.checkpoint import CheckpointError
+from dpnotebooks.audits.canary_audit import replace_record
 
 class Touched(RuntimeError):
     "Raised by the tripwire: the call read samples or drew random numbers before failing."

@@ -2,7 +2,7 @@
 
 - `dpnb_process(...)`: the installed console script in a new process, as a user runs it. For what only a process shows: the
   entry point itself, its start-up (the backend chosen before anything runs), signals and exit on Ctrl-C, a fresh import.
-- `dpnb_here(...)`: `dpnotebooks.cli.main(argv)` in this process, its output captured. The same parser, code and exit status
+- `dpnb_here(...)`: `dpnotebooks.interface.cli.main(argv)` in this process, its output captured. The same parser, code and exit status
   without starting an interpreter and importing the package again (about 2.5 s a call on two cores, most of a short
   command's time). The backend, the working directory and the warning filters are restored afterwards, and warnings are
   shown every time (a second call in one process sees the warnings the first one saw)."""
@@ -10,7 +10,7 @@ import contextlib, io, os, subprocess, sys, warnings
 from pathlib import Path
 
 _SCRIPT = Path(sys.executable).parent / "dpnb"   # the console script the installer put beside this interpreter
-DPNB = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "import sys; from dpnotebooks.cli import main; sys.exit(main())"]
+DPNB = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "import sys; from dpnotebooks.interface.cli import main; sys.exit(main())"]
 
 def dpnb_process(*args, cwd=None, env=None, timeout=300) -> subprocess.CompletedProcess:
     "Run `dpnb ARGS...` in a new process."
@@ -22,9 +22,9 @@ def _exit_status(e: SystemExit, err) -> int:
     print(e.code, file=err); return 1
 
 def dpnb_here(*args, cwd=None) -> subprocess.CompletedProcess:
-    "Run `dpnb ARGS...` through `dpnotebooks.cli.main` in this process; an uncaught exception fails the test."
-    from dpnotebooks.cli import main
-    from dpnotebooks.backend import get_backend, use_backend
+    "Run `dpnb ARGS...` through `dpnotebooks.interface.cli.main` in this process; an uncaught exception fails the test."
+    from dpnotebooks.interface.cli import main
+    from dpnotebooks.core.backend import get_backend, use_backend
     out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
     with use_backend(get_backend()), warnings.catch_warnings(), \
          contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -1,7 +1,7 @@
 """Shared pytest configuration: the `slow` marker and the `backend` fixture."""
 import sys
 import pytest
-from dpnotebooks.backend import available_backends, use_backend
+from dpnotebooks.core.backend import available_backends, use_backend
 
 # Every worker collects every test module, and some import nbformat, which imports jsonschema and its optional IRI-format
 # checker, rfc3987-syntax: 2.7 s to build its grammar, for a format no notebook schema uses (tools/build_site.py says more).
@@ -26,7 +26,7 @@ def backend(request):
 
 def untouchable(problem):
     "`problem` with data that raise on any access: proves a refusal came before any data was read."
-    from dpnotebooks.problems import Dataset
+    from dpnotebooks.problems.base import Dataset
     class Untouchable(Dataset):
         def __getitem__(self, idx): raise AssertionError("the data were read")
     problem.data = Untouchable(problem.data.A, problem.data.y)

@@ -4,9 +4,9 @@ import pytest
 import dp_accounting
 from dp_accounting import NeighboringRelation, PoissonSampledDpEvent, GaussianDpEvent
 from dp_accounting.rdp import RdpAccountant
-from dpnotebooks.privacy import (_gdp_epsilon_of_sigma, calibrate_gaussian, calibrate_tree, epsilon_of, gaussian_event,
+from dpnotebooks.privacy.accounting import (_gdp_epsilon_of_sigma, calibrate_gaussian, calibrate_tree, epsilon_of, gaussian_event,
                                  tree_event)
-from dpnotebooks.ledger import (Ledger, Release, calibrate_ledger, addremove_poisson_rdp, replace_one_poisson_rdp, _scaled,
+from dpnotebooks.privacy.ledger import (Ledger, Release, calibrate_ledger, addremove_poisson_rdp, replace_one_poisson_rdp, _scaled,
                                 POISSON_RDP_ORDERS)
 
 @pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-9])

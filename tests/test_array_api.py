@@ -5,8 +5,8 @@ the summation order of the one contraction the standard lacks (einsum), the same
 import json, warnings
 import numpy as np
 import pytest
-from dpnotebooks import backend as B
-from dpnotebooks.cli import run_algorithm
+from dpnotebooks.core import backend as B
+from dpnotebooks.interface.cli import run_algorithm
 from test_checkpoint import RUNS, SEED, _reference
 
 _WHY = {"array-api-strict": "array-api-strict is not installed (the [dev] extra)", "torch": "torch is not installed (the [torch] extra)"}
@@ -56,8 +56,8 @@ def _hostless_zeros(real):  # an array created without device=: it lands on the 
 @pytest.mark.skipif("array-api-strict" not in B.available_backends(), reason=_WHY["array-api-strict"])
 @pytest.mark.parametrize("mistake, message", [(_host_sum, "Can't convert"), (_hostless_zeros, "different devices")])
 def test_the_strict_backend_catches_a_host_device_mistake(monkeypatch, mistake, message):
-    from dpnotebooks.problems import LinearModel
-    from dpnotebooks.faults import RunStopped
+    from dpnotebooks.problems.base import LinearModel
+    from dpnotebooks.engine.faults import RunStopped
     monkeypatch.setattr(LinearModel, "clipped_sum", mistake(LinearModel.clipped_sum))
     _quiet(_reference, "dp-sgd")                                               # numpy: runs to the end
     with B.use_backend("array-api-strict"), pytest.raises(RunStopped, match=message): _quiet(_reference, "dp-sgd")

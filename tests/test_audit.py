@@ -7,9 +7,9 @@ that violates its declared Lipschitz constant.
 import math
 import numpy as np
 import pytest
-import dpnotebooks.tree as tree
-from dpnotebooks.audit import audit_gaussian, audit_tree, audit_zo_oracle, epsilon_lower_bound
-from dpnotebooks.smoothing import zo_two_point
+import dpnotebooks.privacy.tree as tree
+from dpnotebooks.audits.audit import audit_gaussian, audit_tree, audit_zo_oracle, epsilon_lower_bound
+from dpnotebooks.core.smoothing import zo_two_point
 
 EPS, DELTA, N = 1.0, 1e-5, 20000
 

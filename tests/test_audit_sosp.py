@@ -4,7 +4,7 @@ come from lt-sosp's own oracle (`lt_oracle`): what it reads equals what `lt_step
 import re
 import numpy as np
 import pytest
-from dpnotebooks.audit_sosp import run_sosp_audit
+from dpnotebooks.audits.audit_sosp import run_sosp_audit
 from cli_runner import dpnb_here
 
 
@@ -28,9 +28,9 @@ def test_realized_shift_within_the_charge(release):
     assert a.mu[0] <= a.mu_charged * (1 + 1e-9) and a.epsilon_exact <= a.result.epsilon_claimed + 1e-6
 
 # The audit computes its shifts with lt-sosp's own oracle (`lt_oracle`, the function `lt_step` calls), not a copy of it.
-from dpnotebooks import sosp
-from dpnotebooks.backend import to_numpy, vnorm
-from dpnotebooks.audit_sosp import _sosp_calibration, sosp_canary_pair, oracle_inputs, audit_estimate
+from dpnotebooks.algorithms import sosp
+from dpnotebooks.core.backend import to_numpy, vnorm
+from dpnotebooks.audits.audit_sosp import _sosp_calibration, sosp_canary_pair, oracle_inputs, audit_estimate
 
 @pytest.mark.parametrize("refresh,step", [(True, 0.0), (False, 0.02), (False, 0.3)])
 def test_audit_estimate_is_what_lt_step_computes(refresh, step):
@@ -45,7 +45,7 @@ def test_audit_estimate_is_what_lt_step_computes(refresh, step):
     assert (s.rec["refresh"], s.rec["batch"], s.rec["leaf_sens"]) == ([refresh], [b], [o.leaf_sens])
 
 def test_a_bug_in_the_algorithms_oracle_reaches_the_audit(monkeypatch):
-    "A bug put into dpnotebooks.sosp itself (not through the audit's `bug` argument) is caught by the plain audit."
+    "A bug put into dpnotebooks.algorithms.sosp itself (not through the audit's `bug` argument) is caught by the plain audit."
     monkeypatch.setattr(sosp, "batch_size", lambda step, p: 1)
     assert run_sosp_audit(1.0, 1e-5, trials=50_000, rng=3, release="tree").result.violated
     clip = sosp.clipped_mean_hessian

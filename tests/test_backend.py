@@ -3,7 +3,7 @@ import os, subprocess, sys
 from pathlib import Path
 import numpy as np
 import pytest
-from dpnotebooks import backend as B
+from dpnotebooks.core import backend as B
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_no_gpu = pytest.mark.skipif("cupy" in B.available_backends(), reason="a CUDA GPU is available here")
@@ -44,7 +44,7 @@ def test_cupy_without_gpu_is_a_clear_error():
     assert B.get_backend() == "numpy"
 
 def _import_with_env(**env):
-    return subprocess.run([sys.executable, "-c", "import dpnotebooks.backend"], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", "import dpnotebooks.core.backend"], capture_output=True, text=True,
                           cwd=ROOT, env={**os.environ, **env}, timeout=120)
 
 def test_env_nonsense_backend_fails_clearly():
@@ -66,9 +66,9 @@ def test_env_numpy_imports():
 def test_float32_mode_keeps_privacy_noise_and_accounting_float64():
     "float32 speeds up the kernels only: noise is drawn in float64 and the ledger is the float64 run's."
     import numpy as np
-    from dpnotebooks.tree import TreeMechanism
-    from dpnotebooks.minimize import minimize
-    from dpnotebooks.problems import get_problem
+    from dpnotebooks.privacy.tree import TreeMechanism
+    from dpnotebooks.planning.minimize import minimize
+    from dpnotebooks.problems.base import get_problem
     run = lambda: minimize(get_problem("robust-regression", n=3000, d=4, seed=0), "klt-single-pass", epsilon=1.0, delta=1e-5, alpha=0.1, seed=0)
     with B.use_backend("numpy", "float32"):
         assert B.make_rng(0).normal(3).dtype == np.float32 and B.make_rng(0).normal(3, dtype=B.NOISE_DTYPE).dtype == np.float64

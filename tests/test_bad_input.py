@@ -2,7 +2,7 @@
 import functools, warnings
 import pytest
 from bad_input import CASES, OUT_OF_BOUND, Case, tripwire, try_case, accept_record, _data
-from dpnotebooks.cli import main
+from dpnotebooks.interface.cli import main
 
 @pytest.mark.parametrize("case", CASES, ids=[c.what for c in CASES])
 def test_bad_input_is_refused_before_any_data_or_noise(case):
@@ -44,9 +44,9 @@ def test_dpnb_run_unknown_algorithm(capsys):
 def test_out_of_spec_loss_warns_and_keeps_the_guarantee(algorithm):
     "Rows 3x too long for the declared L = 1: clipping fires, the run warns, and its ledger is the honest run's."
     import numpy as np
-    from dpnotebooks.clipping import ClippingWarning
-    from dpnotebooks.minimize import minimize
-    from dpnotebooks.problems import Dataset, RobustRegression, get_problem
+    from dpnotebooks.privacy.clipping import ClippingWarning
+    from dpnotebooks.planning.minimize import minimize
+    from dpnotebooks.problems.base import Dataset, RobustRegression, get_problem
     p = get_problem("robust-regression", n=4000, d=4, seed=0)
     wrong = RobustRegression(Dataset(3 * p.data.A, p.data.y))
     with pytest.warns(ClippingWarning, match="L = 1 is probably too small"):
@@ -59,7 +59,7 @@ def test_out_of_spec_loss_warns_and_keeps_the_guarantee(algorithm):
         quiet = minimize(wrong, algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0)
     assert quiet.nonprivate is None and np.array_equal(quiet.x, r.x)
 
-class _Flaky(__import__("dpnotebooks.problems", fromlist=["RobustRegression"]).RobustRegression):
+class _Flaky(__import__("dpnotebooks.problems.base", fromlist=["RobustRegression"]).RobustRegression):
     "robust-regression whose loss turns NaN (or raises) after `after` evaluations: a fault mid-run."
     def __init__(self, data, after, mode):
         super().__init__(data); self.calls, self.after, self.mode = 0, after, mode
@@ -75,9 +75,9 @@ class _Flaky(__import__("dpnotebooks.problems", fromlist=["RobustRegression"]).R
 def test_a_fault_mid_run_stops_with_what_was_spent(algorithm, mode, says):
     "The run stops at the faulty step with a clear error, the last good iterate, and the ledger of what it released so far."
     import numpy as np
-    from dpnotebooks.minimize import minimize, plan_run
-    from dpnotebooks.faults import RunStopped
-    from dpnotebooks.problems import get_problem
+    from dpnotebooks.planning.minimize import minimize, plan_run
+    from dpnotebooks.engine.faults import RunStopped
+    from dpnotebooks.problems.base import get_problem
     p = get_problem("robust-regression", n=20000, d=4, seed=0)
     flaky = _Flaky(p.data, after=60, mode=mode)
     with pytest.raises(RunStopped) as info:
@@ -92,8 +92,8 @@ def test_a_fault_mid_run_stops_with_what_was_spent(algorithm, mode, says):
 def test_a_loss_that_turns_nan_mid_run_is_zeroed_and_the_run_completes(algorithm):
     "A NaN is a per-sample value like any other: zeroed inside the mechanism, so the run ends normally with its whole ledger."
     import numpy as np
-    from dpnotebooks.minimize import minimize, plan_run, planned_ledger
-    from dpnotebooks.problems import get_problem
+    from dpnotebooks.planning.minimize import minimize, plan_run, planned_ledger
+    from dpnotebooks.problems.base import get_problem
     p = get_problem("robust-regression", n=5000, d=4, seed=0)
     r = minimize(_Flaky(p.data, after=60, mode="nan"), algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0, diagnostics="nonprivate")
     assert np.all(np.isfinite(r.x)) and r.nonprivate["nonfinite_zeroed"] > 0
@@ -101,14 +101,14 @@ def test_a_loss_that_turns_nan_mid_run_is_zeroed_and_the_run_completes(algorithm
 
 def test_dpnb_reports_a_fault_mid_run(tmp_path, capsys, monkeypatch):
     "Through the CLI the same fault is a one-line error and exit status 2, not a traceback."
-    import dpnotebooks.cli as cli
+    import dpnotebooks.interface.cli as cli
     real = cli.get_problem
     monkeypatch.setattr(cli, "get_problem", lambda *a, **k: _Flaky(real(*a, **k).data, after=60, mode="raise"))
     assert main(["run", "klt-single-pass", "--n", "20000", "--d", "4", "--epsilon", "1", "--delta", "1e-6", "--alpha", "0.1", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "the run stopped at step" in err and "Privacy spent" in err
 
-class _FlakyGrad(__import__("dpnotebooks.problems", fromlist=["Logistic"]).Logistic):
+class _FlakyGrad(__import__("dpnotebooks.problems.base", fromlist=["Logistic"]).Logistic):
     "logistic whose gradient turns NaN (or raises) after 20 evaluations: a fault in an algorithm with its own loop."
     def __init__(self, data, mode):
         super().__init__(data); self.calls, self.mode = 0, mode
@@ -124,10 +124,10 @@ class _FlakyGrad(__import__("dpnotebooks.problems", fromlist=["Logistic"]).Logis
 @pytest.mark.parametrize("algorithm", ["dp-sgd", "abggmu-convex", "abggmu-tree-spider"])
 def test_own_loop_algorithms_stop_on_a_fault_with_what_they_spent(algorithm, mode, says):
     "A gradient that raises mid-run stops the run with the reason and what it spent (a NaN would be zeroed instead)."
-    from dpnotebooks.minimize import minimize
-    from dpnotebooks.faults import RunStopped
-    from dpnotebooks.problems import get_problem
-    import dpnotebooks.smooth_algorithms  # noqa: F401 (registers them)
+    from dpnotebooks.planning.minimize import minimize
+    from dpnotebooks.engine.faults import RunStopped
+    from dpnotebooks.problems.base import get_problem
+    import dpnotebooks.planning.smooth_algorithms  # noqa: F401 (registers them)
     p = get_problem("logistic", n=20000, d=4, seed=0)
     with pytest.raises(RunStopped) as info:
         minimize(_FlakyGrad(p.data, mode), algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0)
@@ -139,9 +139,9 @@ def test_own_loop_algorithms_stop_on_a_fault_with_what_they_spent(algorithm, mod
 def test_own_loop_algorithms_zero_a_nan_gradient_and_finish(algorithm):
     "The NaN mode of the same flaky gradient: zeroed per sample, the run finishes with a finite point and its whole ledger."
     import numpy as np
-    from dpnotebooks.minimize import minimize, plan_run, planned_ledger
-    from dpnotebooks.problems import get_problem
-    import dpnotebooks.smooth_algorithms  # noqa: F401 (registers them)
+    from dpnotebooks.planning.minimize import minimize, plan_run, planned_ledger
+    from dpnotebooks.problems.base import get_problem
+    import dpnotebooks.planning.smooth_algorithms  # noqa: F401 (registers them)
     p = get_problem("logistic", n=20000, d=4, seed=0)
     r = minimize(_FlakyGrad(p.data, "nan"), algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0, diagnostics="nonprivate")
     assert np.all(np.isfinite(r.x)) and r.nonprivate["nonfinite_zeroed"] > 0 and r.ledger == planned_ledger(p, plan_run(p, algorithm, 1.0, 1e-6, 0.1))
@@ -149,7 +149,7 @@ def test_own_loop_algorithms_zero_a_nan_gradient_and_finish(algorithm):
 @functools.lru_cache(maxsize=None)
 def _problem(name):
     "One problem object per name, so that accept_record makes each reference run once."
-    from dpnotebooks.problems import get_problem
+    from dpnotebooks.problems.base import get_problem
     return get_problem(name, n=4000, d=4, seed=0)
 
 _ACCEPT = [("klt-single-pass", None), ("klt-first-order", None), ("ztc", None), ("dp-sgd", None), ("abggmu-spider", "logistic"),

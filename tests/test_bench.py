@@ -2,9 +2,9 @@
 import json
 from pathlib import Path
 import pytest
-from dpnotebooks.cli import main
-from dpnotebooks.minimize import ALGORITHMS
-from dpnotebooks import backend as B
+from dpnotebooks.interface.cli import main
+from dpnotebooks.planning.minimize import ALGORITHMS
+from dpnotebooks.core import backend as B
 
 @pytest.mark.slow
 def test_quick_suite_writes_json_and_markdown(tmp_path, capsys):
@@ -31,7 +31,7 @@ def test_quick_suite_writes_json_and_markdown(tmp_path, capsys):
 
 def test_default_output_goes_to_its_own_directory(tmp_path, monkeypatch):
     "Without --out/--markdown the files go to dpnb-bench/ (or --output-dir), never over ./BENCHMARKS.md; --markdown FILE is an explicit ask."
-    from dpnotebooks import bench
+    from dpnotebooks.experiments.sample_complexity import bench
     monkeypatch.chdir(tmp_path)
     (tmp_path / "BENCHMARKS.md").write_text("tracked")
     fake = dict(machine=dict(cpu="x"), grid="quick", dtype="float64", rows=[])
@@ -53,7 +53,7 @@ def test_bad_arguments_are_named(capsys):
 
 def test_markdown_compares_backends_on_the_same_shapes():
     "With rows from both backends, BENCHMARKS.md gets the numpy-against-cupy table (built here from made-up rows: no GPU needed)."
-    from dpnotebooks.bench import benchmarks_markdown
+    from dpnotebooks.experiments.bench import benchmarks_markdown
     t = lambda s: dict(median=s, q25=s, q75=s, min=s, max=s, repeat=3)
     row = lambda be, s: dict(kernel="zo-estimator", problem="robust-regression", d=4096, m=4096, b=64, step=t(s), unavoidable=t(s / 2), ratio=2.0, backend=be, dtype="float64")
     md = benchmarks_markdown(dict(machine=dict(cpu="x", gpu="y"), grid="full", dtype="float64", rows=[row("numpy", 2.0), row("cupy", 0.1)]))
@@ -85,7 +85,7 @@ def test_peer_benchmark_times_both_libraries_in_one_table():
     "One epoch on breast-cancer at B = 64, both libraries interleaved, the ratio in the row (needs the [bench] extra)."
     pytest.importorskip("opacus", reason="the peer benchmark needs Opacus: pip install 'dpnotebooks[bench]'")
     peer = _peer()
-    from dpnotebooks.utility import utility_task
+    from dpnotebooks.experiments.utility import utility_task
     lines = peer.epoch_table([utility_task("breast-cancer")], [64, 1024], repeat=1)
     rows = [l for l in lines if l.startswith("| breast-cancer")]
     assert len(rows) == 2 and rows[0].count("×") == 4 and "n/a: B > n" in rows[1]
@@ -94,7 +94,7 @@ def test_peer_benchmark_times_both_libraries_in_one_table():
 def test_peer_grad_rows_set_per_sample_gradients_beside_one_batched_gradient():
     "The per-sample-gradient rows of the built-in models carry both timings (the adapters' rows are left out here: building them takes seconds)."
     peer = _peer()
-    from dpnotebooks.utility import utility_task
+    from dpnotebooks.experiments.utility import utility_task
     task = utility_task("breast-cancer")
     rows = peer.grad_rows(task, 16, repeat=1, adapters=False)
     assert {r["model"] for r in rows} == {"MLP (built-in)", "logistic (built-in, linear)"} and all(r["each"] > 0 and r["batched"] > 0 for r in rows)
@@ -111,7 +111,7 @@ def test_peer_block_ratios_give_the_spread_of_a_ratio_over_stretches_of_repeats(
 def test_gpu_benchmarks_measure_no_gpu_figure_without_a_gpu(tmp_path):
     "benchmarks/gpu.py on small shapes: numpy rows only where no GPU is usable, each GPU section named as skipped; --device cuda refuses clearly."
     import subprocess, sys
-    from dpnotebooks.backend import available_backends
+    from dpnotebooks.core.backend import available_backends
     if "cupy" in available_backends(): pytest.skip("a GPU is usable here: benchmarks/gpu.py measures it (see benchmarks/gpu_results.md)")
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"), "--quick", "--repeat", "1", "--sections", "zo,gemm,torch", "--out", str(tmp_path)],
                          capture_output=True, text=True, cwd=tmp_path)

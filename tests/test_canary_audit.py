@@ -4,13 +4,13 @@ leak the library once had, re-introduced on purpose, is caught."""
 import json, warnings
 import numpy as np
 import pytest
-import dpnotebooks.cli as cli
-import dpnotebooks.clipping as clipping
-import dpnotebooks.problems as problems
+import dpnotebooks.interface.cli as cli
+import dpnotebooks.privacy.clipping as clipping
+import dpnotebooks.problems.base as problems
 import importlib
-M = importlib.import_module("dpnotebooks.minimize")   # the module (the package binds the name `minimize` to the function)
-from dpnotebooks.canary_audit import canary_audit, canary_pair, api_runner, cli_runner, CANARIES
-from dpnotebooks.problems import get_problem
+M = importlib.import_module("dpnotebooks.planning.minimize")   # the module (the package binds the name `minimize` to the function)
+from dpnotebooks.audits.canary_audit import canary_audit, canary_pair, api_runner, cli_runner, CANARIES
+from dpnotebooks.problems.base import get_problem
 
 EPS, DELTA = 1.0, 1e-5
 CONF = 0.999      # all field bounds hold together at 99.9%: a DP run fails this at most once in a thousand; a deterministic leak still shows
@@ -72,7 +72,7 @@ def test_catches_exact_clip_counts_in_the_result(monkeypatch):
 
 @pytest.mark.slow
 def test_catches_a_clipping_warning_raised_without_being_asked(monkeypatch):
-    from dpnotebooks.clipping import warn_clipping
+    from dpnotebooks.privacy.clipping import warn_clipping
     def warn_always(res, diagnostics, algorithm, L):
         warn_clipping(res.nonprivate["clipped_fraction"], 0.0, "per-sample gradients"); return res._replace(nonprivate=None)
     monkeypatch.setattr(M, "_diagnostics", warn_always)

@@ -4,12 +4,12 @@ checkpoint refuses another run's data or parameters, and a corrupted or truncate
 import functools, json, os, signal, subprocess, sys, time, warnings
 import numpy as np
 import pytest
-from dpnotebooks.cli import main, run_algorithm
-from dpnotebooks.minimize import minimize, ALGORITHMS
-from dpnotebooks.problems import get_problem
-from dpnotebooks.checkpoint import CheckpointError, read_checkpoint
-from dpnotebooks.faults import RunStopped
-from dpnotebooks.backend import make_rng
+from dpnotebooks.interface.cli import main, run_algorithm
+from dpnotebooks.planning.minimize import minimize, ALGORITHMS
+from dpnotebooks.problems.base import get_problem
+from dpnotebooks.engine.checkpoint import CheckpointError, read_checkpoint
+from dpnotebooks.engine.faults import RunStopped
+from dpnotebooks.core.backend import make_rng
 
 # algorithm: (problem, n, d, privacy and alpha arguments, overrides): small runs of a few hundred steps or less
 RUNS = {
@@ -60,8 +60,8 @@ def _fresh(algorithm):
 # The child announces each save and then pauses briefly, so the SIGKILL lands while the run is in progress.
 _CHILD = """
 import sys, time
-import dpnotebooks.checkpoint as C
-from dpnotebooks.cli import main
+import dpnotebooks.engine.checkpoint as C
+from dpnotebooks.interface.cli import main
 _save = C.Checkpointer.save
 def save(self, state):
     _save(self, state); print("saved", self.step, self.total, flush=True); time.sleep(0.05)
@@ -162,7 +162,7 @@ def test_cli_resume_checks_the_algorithm_name(tmp_path, capsys):
     assert main(["run", "--quiet"]) == 2                                    # neither an algorithm nor --resume
     assert main(["run", *_argv("ztc-naive"), "--checkpoint-every", "3"]) == 2  # --checkpoint-every without --checkpoint
 
-from dpnotebooks.problems import RobustRegression
+from dpnotebooks.problems.base import RobustRegression
 from test_bad_input import _Flaky, _FlakyGrad   # losses that turn NaN or raise mid-run
 
 def test_a_fault_leaves_the_last_good_state_on_disk(tmp_path):
@@ -176,7 +176,7 @@ def test_a_fault_leaves_the_last_good_state_on_disk(tmp_path):
     assert meta["ledger"] == ALGORITHMS["klt-single-pass"].build(p, meta_plan(p), make_rng(0))[0].releases(meta["step"])
 
 def meta_plan(p):
-    from dpnotebooks.minimize import plan_run
+    from dpnotebooks.planning.minimize import plan_run
     return plan_run(p, "klt-single-pass", epsilon=2, delta=1e-5)
 
 def test_own_loop_faults_name_the_step_and_its_exact_ledger():
@@ -198,7 +198,7 @@ class _CtrlC(RobustRegression):
 
 def test_sigint_in_process_saves_the_step_it_stops_after(tmp_path):
     "Ctrl-C mid-step is deferred to the end of the step, and that step is saved even between scheduled saves."
-    from dpnotebooks.checkpoint import RunInterrupted
+    from dpnotebooks.engine.checkpoint import RunInterrupted
     p = get_problem("robust-regression", n=3000, d=4, seed=0)
     path, kw = tmp_path / "i.ck", dict(epsilon=2, delta=1e-5, seed=SEED)
     before = signal.signal(signal.SIGINT, signal.default_int_handler)   # as in a terminal (a test runner's worker may ignore SIGINT)
@@ -218,7 +218,7 @@ SLOW_FAILED_SAVE = {"klt-first-order", "klt-single-pass", "o2nc-nonprivate"}    
 def test_a_failed_save_stops_with_its_ledger_and_resumes(algorithm, tmp_path, monkeypatch):
     "Disk full at the 3rd save: the run stops with RunStopped naming the step whose state was lost and the exact ledger of the releases made by then; the 2nd save is intact and resumes bit for bit."
     import errno
-    import dpnotebooks.checkpoint as C
+    import dpnotebooks.engine.checkpoint as C
     prob, n, d, kw, ov = RUNS[algorithm]
     p, path = get_problem(prob, n=n, d=d, seed=0), tmp_path / "full.ck"
     args = dict(kw, seed=SEED, **ov)
@@ -250,7 +250,7 @@ def test_an_unwritable_checkpoint_path_is_refused_before_the_run(tmp_path):
 @pytest.mark.parametrize("algorithm", sorted(RUNS))
 def test_the_run_spends_what_its_plan_was_priced_at(algorithm):
     "`planned_ledger` (what `minimize` checks against the budget before reading data) is exactly the ledger the finished run reports."
-    from dpnotebooks.minimize import plan_run, planned_ledger
+    from dpnotebooks.planning.minimize import plan_run, planned_ledger
     prob, n, d, kw, ov = RUNS[algorithm]
     p = get_problem(prob, n=n, d=d, seed=0)
     with warnings.catch_warnings():
@@ -259,7 +259,7 @@ def test_the_run_spends_what_its_plan_was_priced_at(algorithm):
     res = _fresh(algorithm)
     assert res.trace["plan"] == plan and planned_ledger(p, plan) == res.ledger
 
-from dpnotebooks.problems import Saddle
+from dpnotebooks.problems.base import Saddle
 
 class _RaisingSaddle(Saddle):
     "The saddle problem whose per-sample gradients raise after 30 evaluations (a NaN would be zeroed, not stop the run)."
@@ -272,7 +272,7 @@ class _RaisingSaddle(Saddle):
 @pytest.mark.parametrize("algorithm", ["dp-sgd", "abggmu-spider", "abggmu-tree-spider", "abggmu-convex", "abggmu-glm", "lt-sosp"])
 def test_own_loop_fault_stops_at_its_step_with_the_last_good_state_saved(algorithm, tmp_path):
     "A loss that raises mid-run stops an own-loop run at that step, with the exact ledger of the releases made by then (an upper bound for lt-sosp) and the previous step on disk."
-    from dpnotebooks.minimize import plan_run
+    from dpnotebooks.planning.minimize import plan_run
     path = tmp_path / "nan.ck"
     if algorithm == "lt-sosp":
         p = _RaisingSaddle(get_problem("saddle", n=70000, d=4, seed=0).data); kw = dict(epsilon=1, delta=1e-6, alpha=0.5)

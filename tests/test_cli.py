@@ -6,7 +6,7 @@ import pytest
 from cli_runner import dpnb_process as run, dpnb_here as here
 
 def test_list_names_every_problem():
-    from dpnotebooks.problems import list_problems
+    from dpnotebooks.problems.base import list_problems
     res = run("list")
     assert res.returncode == 0, res.stderr
     for name, _ in list_problems(): assert name in res.stdout
@@ -77,7 +77,7 @@ def test_bad_arguments_exit_2_with_a_message(args, message):
     assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr
 
 def test_cupy_without_gpu_is_a_clear_error():
-    from dpnotebooks.backend import available_backends
+    from dpnotebooks.core.backend import available_backends
     if "cupy" in available_backends(): pytest.skip("a GPU is present")
     res = run("--backend", "cupy", "list")
     assert res.returncode == 2 and "dpnotebooks[gpu]" in res.stderr and "Traceback" not in res.stderr

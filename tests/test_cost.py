@@ -1,13 +1,13 @@
 """Issue 22 part 7: every plan's work is known before it runs, and a plan over the time limit is refused before any data
-is read, naming settings that fit (`dpnotebooks.cost`, nbs/planning/35_cost.ipynb)."""
+is read, naming settings that fit (`dpnotebooks.planning.cost`, nbs/planning/35_cost.ipynb)."""
 import json, math, warnings
 import pytest
-from dpnotebooks.minimize import minimize, plan_run, ALGORITHMS
-from dpnotebooks.cost import (COUNTERS, Work, estimate_work, count_work, check_time, fitting_settings, shaped, TooSlowError,
+from dpnotebooks.planning.minimize import minimize, plan_run, ALGORITHMS
+from dpnotebooks.planning.cost import (COUNTERS, Work, estimate_work, count_work, check_time, fitting_settings, shaped, TooSlowError,
                               calibrate)
-from dpnotebooks.problems import get_problem, with_data, Dataset
-from dpnotebooks.cli import main
-from dpnotebooks.faults import RunStopped
+from dpnotebooks.problems.base import get_problem, with_data, Dataset
+from dpnotebooks.interface.cli import main
+from dpnotebooks.engine.faults import RunStopped
 
 class Untouchable(Dataset):
     "Data whose every read raises: a refusal must come before any record is read."

@@ -1,15 +1,15 @@
-"""The data pipeline (dpnotebooks.data, issue 21 §1): label coding said and checked against the loss, a public-seed split,
+"""The data pipeline (dpnotebooks.problems.data, issue 21 §1): label coding said and checked against the loss, a public-seed split,
 public and private (ledger-charged) scaling, refusal before any data are read, and `dpnb run` end to end on breast-cancer."""
 import json, warnings
 import numpy as np
 import pytest
 from conftest import untouchable
-from dpnotebooks.backend import to_numpy
-from dpnotebooks.cli import main
-from dpnotebooks.data import (code_labels, train_test_split, fit_private_scaler, private_scaler_ledger, compose, check_composition,
+from dpnotebooks.core.backend import to_numpy
+from dpnotebooks.interface.cli import main
+from dpnotebooks.problems.data import (code_labels, train_test_split, fit_private_scaler, private_scaler_ledger, compose, check_composition,
                               split_budget)
-from dpnotebooks.ledger import BudgetExceededError, Ledger, Release
-from dpnotebooks.problems import BREAST_CANCER_MEAN, BREAST_CANCER_STD, Dataset, LabelCodingWarning, get_problem
+from dpnotebooks.privacy.ledger import BudgetExceededError, Ledger, Release
+from dpnotebooks.problems.base import BREAST_CANCER_MEAN, BREAST_CANCER_STD, Dataset, LabelCodingWarning, get_problem
 
 def test_two_valued_labels_are_coded_for_the_loss_and_said():
     ds = Dataset(np.eye(4), [0, 1, 1, 0])

@@ -3,9 +3,9 @@ problem class declares) from public quantities only; α = 0 through `minimize`; 
 import math, warnings
 import numpy as np
 import pytest
-from dpnotebooks.minimize import minimize, plan_run, dpsgd_recipe, dpsgd_step_size, ALGORITHMS
-from dpnotebooks.registry import algorithm_knobs
-from dpnotebooks.problems import get_problem
+from dpnotebooks.planning.minimize import minimize, plan_run, dpsgd_recipe, dpsgd_step_size, ALGORITHMS
+from dpnotebooks.engine.registry import algorithm_knobs
+from dpnotebooks.problems.base import get_problem
 
 @pytest.fixture(scope="module")
 def logistic():

@@ -2,9 +2,9 @@
 import json, math
 from concurrent.futures import ProcessPoolExecutor
 import pytest
-from dpnotebooks.experiments import (sample_complexity_experiment, format_sample_complexity, plot_sample_complexity, smallest_n,
+from dpnotebooks.experiments.sample_complexity import (sample_complexity_experiment, format_sample_complexity, plot_sample_complexity, smallest_n,
                                      geometric_grid, klt_m_rule)
-from dpnotebooks.cli import main
+from dpnotebooks.interface.cli import main
 
 
 @pytest.mark.slow

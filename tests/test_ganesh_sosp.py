@@ -4,14 +4,14 @@ cites the claimed rate and what LT say holds, and an audit that stays below its 
 import json, math, warnings
 import numpy as np
 import pytest
-from dpnotebooks import backend as B
-from dpnotebooks.minimize import minimize, plan_run, planned_ledger, ALGORITHMS
-from dpnotebooks.registry import InsufficientDataError
-from dpnotebooks.problems import Saddle, Dataset, with_data, get_problem
-from dpnotebooks.audit import AUDITS
-from dpnotebooks.cli import run_algorithm
-from dpnotebooks.ganesh_sosp import ganesh_claimed_rate, direct_fix_curvature, ganesh_parameters, ganesh_releases
-from dpnotebooks.audit_ganesh_sosp import run_ganesh_audit
+from dpnotebooks.core import backend as B
+from dpnotebooks.planning.minimize import minimize, plan_run, planned_ledger, ALGORITHMS
+from dpnotebooks.engine.registry import InsufficientDataError
+from dpnotebooks.problems.base import Saddle, Dataset, with_data, get_problem
+from dpnotebooks.audits.audit import AUDITS
+from dpnotebooks.interface.cli import run_algorithm
+from dpnotebooks.algorithms.ganesh_sosp import ganesh_claimed_rate, direct_fix_curvature, ganesh_parameters, ganesh_releases
+from dpnotebooks.audits.audit_ganesh_sosp import run_ganesh_audit
 
 # the entry tests/test_checkpoint.py's RUNS needs for this algorithm (test_array_api.py and the checkpoint tests read RUNS)
 RUN = ("saddle", 70000, 4, dict(epsilon=1, delta=1e-6, alpha=0.5))

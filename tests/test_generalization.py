@@ -4,11 +4,11 @@ reproduced, held-out samples disjoint from the training sample, and (slow tier) 
 import json
 import numpy as np
 import pytest
-from dpnotebooks.backend import to_numpy
-from dpnotebooks.experiments import planted_robust_regression
-from dpnotebooks.generalization import (generalization_experiment, score_generalization_run, format_generalization, held_out,
+from dpnotebooks.core.backend import to_numpy
+from dpnotebooks.experiments.sample_complexity import planted_robust_regression
+from dpnotebooks.experiments.generalization import (generalization_experiment, score_generalization_run, format_generalization, held_out,
                                         prop51_term, GEN_SETTINGS)
-from dpnotebooks.cli import main
+from dpnotebooks.interface.cli import main
 
 TINY = dict(ns=(300, 600), ds=(2, 3), seeds=2, pop_n=6000, reps=2, k=32, progress=False, max_steps=100)
 

@@ -1,4 +1,4 @@
-"""Ghost clipping for JAX losses (`dpnotebooks.jax_ghost`, nbs/core/04i_jax_ghost.ipynb) agrees with per-sample
+"""Ghost clipping for JAX losses (`dpnotebooks.problems.jax_ghost`, nbs/problems/04i_jax_ghost.ipynb) agrees with per-sample
 vmap(grad) + clip: every layer kind the analysis accepts, every fallback it takes, non-finite rows, float32, the
 bucketed batch sizes. The notebook checks the ReLU network, logistic regression and one fallback; these are the rest.
 
@@ -12,7 +12,7 @@ import pytest
 jax = pytest.importorskip("jax", reason="JAX is an optional extra (pip install 'dpnotebooks[jax]'): ghost clipping for JAX losses is not available")
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
-from dpnotebooks.jax_ghost import jax_clipped_sum_fn
+from dpnotebooks.problems.jax_ghost import jax_clipped_sum_fn
 
 jax.config.update("jax_enable_x64", True)
 D, K = 7, 5                                                             # small shapes: the tests are about exactness
@@ -29,7 +29,7 @@ def reference(f, x, A, y, clip):
 
 
 def pytree_loss(params, loss):
-    "(f(x, a, y) on the flat float64 vector, x0) from a pytree loss, as dpnotebooks.losses.from_jax flattens it."
+    "(f(x, a, y) on the flat float64 vector, x0) from a pytree loss, as dpnotebooks.problems.losses.from_jax flattens it."
     flat, unravel = ravel_pytree(jax.tree_util.tree_map(lambda v: jnp.asarray(v, jnp.float64), params))
     return (lambda x, a, y: loss(unravel(x), a, y)), flat
 
@@ -143,7 +143,7 @@ def check(f, x, A, y, clip, expect_fast, rtol=1e-12):
 
 def test_the_package_imports_without_jax_ghost():
     "`import dpnotebooks` must not import jax (an optional extra): from_jax imports this module inside the function."
-    code = "import sys, dpnotebooks; print('jax' in sys.modules, 'dpnotebooks.jax_ghost' in sys.modules)"
+    code = "import sys, dpnotebooks; print('jax' in sys.modules, 'dpnotebooks.problems.jax_ghost' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "False"], out.stdout + out.stderr
 

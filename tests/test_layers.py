@@ -7,16 +7,14 @@ from tools_loader import tool
 
 im = tool("import_map")
 
-# (importer, imported): the imports up a layer in the flat package of 0.1.0, and what removes each.
+# (importer, imported): the imports up a layer still there, and what removes each.
 KNOWN_UP = {
-    ("canary_audit", "cli"): "a RunRequest below the interface (issue 42 §3)",
-    ("ganesh_sosp", "cost"): "specs beside their algorithms, one catalog (§2, §4)",
-    ("ganesh_sosp", "sosp_algorithm"): "one SOSP template (§4)",
-    ("minimize", "__init__"): "the version read from a module below planning (§1)",
-    ("sosp_erm", "cost"): "specs beside their algorithms, one catalog (§2, §4)",
-    ("sosp_erm", "minimize"): "specs beside their algorithms, one catalog (§2, §4)",
-    ("sosp_erm", "sosp_algorithm"): "one SOSP template (§4)",
-    ("stationarity_rates", "experiments"): "the rate table's experiment runner below planning (§1)",
+    ("audits.canary_audit", "interface.cli"): "a RunRequest below the interface (issue 42 §3)",
+    ("algorithms.ganesh_sosp", "planning.cost"): "specs beside their algorithms, one catalog (§2, §4)",
+    ("algorithms.ganesh_sosp", "planning.sosp_algorithm"): "one SOSP template (§4)",
+    ("algorithms.sosp_erm", "planning.cost"): "specs beside their algorithms, one catalog (§2, §4)",
+    ("algorithms.sosp_erm", "planning.minimize"): "specs beside their algorithms, one catalog (§2, §4)",
+    ("algorithms.sosp_erm", "planning.sosp_algorithm"): "one SOSP template (§4)",
 }
 
 
@@ -41,19 +39,39 @@ def test_every_module_has_a_layer():
 
 def test_the_map_reads_every_kind_of_import(arrows):
     "Relative, absolute, `from . import module`, the package itself and imports inside functions are all arrows."
-    assert ("minimize", "ledger") in arrows and ("minimize", "__init__") in arrows        # `from .ledger import`, `from . import __version__`
-    src = im.modules()["canary_audit"].read_text()
+    assert ("planning.minimize", "privacy.ledger") in arrows                                # `from ..privacy.ledger import`
+    assert ("planning.minimize", "__init__") not in arrows                                  # `from dpnotebooks import __version__`: metadata
+    assert ("__init__", "planning.minimize") in arrows                                      # `from .planning.minimize import`
+    src = im.modules()["audits.canary_audit"].read_text()
     inner = [n for f in ast.walk(ast.parse(src)) if isinstance(f, ast.FunctionDef) for n in ast.walk(f) if isinstance(n, ast.ImportFrom)]
-    assert inner and ("canary_audit", "cli") in arrows                                      # imported inside a function
+    assert inner and ("audits.canary_audit", "interface.cli") in arrows                                      # imported inside a function
 
 
 def test_an_upward_import_is_caught():
     "The check can fail: a core module importing the CLI, or the planner importing an audit, is upward; the reverse is not."
-    fake = {("backend", "cli"), ("minimize", "canary_audit"), ("cli", "backend"), ("canary_audit", "minimize")}
-    assert im.upward(fake) == [("backend", "cli"), ("minimize", "canary_audit")]
+    fake = {("core.backend", "interface.cli"), ("planning.minimize", "audits.canary_audit"), ("interface.cli", "core.backend"),
+            ("audits.canary_audit", "planning.minimize"), ("backend", "cli")}          # the last: two modules of the flat package
+    assert im.upward(fake) == [("backend", "cli"), ("core.backend", "interface.cli"), ("planning.minimize", "audits.canary_audit")]
 
 
 def test_floors_and_circles_on_a_small_graph():
     e = {("a", "b"), ("b", "c"), ("c", "b"), ("d", "a")}
     assert im.circles(e) == [["b", "c"]]
     assert im.floors(e, "abcd") == dict(b=1, c=1, a=2, d=3)
+
+
+def test_every_layer_is_a_subpackage_with_a_docstring():
+    for layer in im.RANK:
+        init = im.PKG / layer / "__init__.py"
+        assert init.exists() and ast.get_docstring(ast.parse(init.read_text())), f"{init} is missing or has no docstring"
+
+
+def test_every_notebook_exports_into_the_layer_of_its_folder():
+    "A notebook in nbs/<layer>/ exports dpnotebooks.<layer>.<module> (the package's layers are the notebooks' folders)."
+    import json, re
+    wrong = []
+    for nb in sorted((im.ROOT / "nbs").glob("*/*.ipynb")):
+        src = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+        m = re.search(r"^#\|\s*default_exp\s+(\S+)", src, re.M)
+        if m and m.group(1) != "__init__" and m.group(1).split(".")[0] != nb.parent.name: wrong.append(f"{nb.parent.name}/{nb.name}: {m.group(1)}")
+    assert not wrong, wrong

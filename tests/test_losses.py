@@ -1,10 +1,10 @@
-"""Bring your own model (issue 20 §1, nbs/core/04e_losses): per-example losses written in JAX (run in CI: jax is in the
+"""Bring your own model (issue 20 §1, nbs/problems/04e_losses): per-example losses written in JAX (run in CI: jax is in the
 dev extra) or PyTorch (where it is installed) become problems every algorithm accepts; their per-sample gradients match
 finite differences and hand-written references in float64; clipping, not the declared L, bounds the sensitivity."""
 import numpy as np
 import pytest
-from dpnotebooks.losses import from_jax, from_torch
-from dpnotebooks.minimize import minimize, planned_ledger, plan_run
+from dpnotebooks.problems.losses import from_jax, from_torch
+from dpnotebooks.planning.minimize import minimize, planned_ledger, plan_run
 
 jax = pytest.importorskip("jax", reason="JAX is not installed: pip install 'dpnotebooks[jax]' (it is in the dev extra)")
 import jax.numpy as jnp
@@ -115,8 +115,8 @@ def test_torch_bad_input_is_named_and_the_module_comes_back():
     assert net.weight.dtype == torch.float32                                                     # the user's module is untouched
 
 def test_building_a_loss_reads_no_data_and_an_overspending_run_is_refused_before_reading():
-    from dpnotebooks.problems import Dataset
-    from dpnotebooks.ledger import BudgetExceededError
+    from dpnotebooks.problems.base import Dataset
+    from dpnotebooks.privacy.ledger import BudgetExceededError
     class Untouchable(Dataset):
         def __getitem__(self, idx): raise AssertionError("the data were read")
     A, y = data(2000)
@@ -153,14 +153,14 @@ def test_torch_on_cuda_gives_the_cpu_numbers_and_the_same_dp_sgd_run():
 
 def _with_nonfinite_rows(batch):
     "The batch with a NaN in row 3 and an inf in row 7: each must be zeroed and counted, never reach the sum."
-    from dpnotebooks.problems import Dataset
+    from dpnotebooks.problems.base import Dataset
     A = np.array(batch.A, dtype=float); A[3, 1], A[7, 0] = np.nan, np.inf
     return Dataset(A, np.asarray(batch.y))
 
 @needs_torch
 def test_the_gpu_ghost_path_gives_the_cpu_paths_sum_and_counts():
     "`_ghost_call_device`, what a CUDA module runs, checked here on CPU tensors against `_ghost_call`: the same clipped sum, clip and non-finite counts."
-    from dpnotebooks.losses import _ghost_call, _ghost_call_device
+    from dpnotebooks.problems.losses import _ghost_call, _ghost_call_device
     pt = torch_mlp(); ghost, b = pt._fns["clipped_sum"], _with_nonfinite_rows(pt.data[:64]); x = pt.x0 + 0.1
     for clip in (0.05, 10.0):
         S, k, nb = _ghost_call_device(ghost, x, b.A, b.y, clip); R, rk, rb = _ghost_call(ghost, x, b.A, b.y, clip)

@@ -1,15 +1,15 @@
-"""ABGGMU Thm 2's fingerprinting bound and instance (nbs/core/04g_lower_bounds.ipynb): exact μ_m, the bound's shape, the data."""
+"""ABGGMU Thm 2's fingerprinting bound and instance (nbs/problems/04g_lower_bounds.ipynb): exact μ_m, the bound's shape, the data."""
 import math
 import numpy as np
 import pytest
-from dpnotebooks.lower_bounds import _fp_mu, thm2_fp_bound, thm2_bound
-from dpnotebooks.problems import get_problem
+from dpnotebooks.problems.lower_bounds import _fp_mu, thm2_fp_bound, thm2_bound
+from dpnotebooks.problems.base import get_problem
 
 
 def fp(n, d, m, seed=0, **kw):
     "Thm 2's fingerprinting instance, `fingerprint=m` rows."
     return get_problem("abggmu-lower-bound", n=n, d=d, seed=seed, theorem=2, fingerprint=m, **kw)
-from dpnotebooks.backend import to_numpy
+from dpnotebooks.core.backend import to_numpy
 
 
 def test_fp_mu_closed_forms_and_jensen():
@@ -71,7 +71,7 @@ def test_gaussian_mechanism_sits_above():
 @pytest.mark.slow
 def test_dpsgd_norms_grow_with_d_above_bound():
     "A small reproduction of the notebook's d-sweep: dp-sgd at d = 4 and 64 (n = 12000, ε = 0.05), three seeds."
-    from dpnotebooks.minimize import minimize
+    from dpnotebooks.planning.minimize import minimize
     n, eps, delta, out = 12_000, 0.05, 1e-6, {}
     for d in (4, 64):
         b, m = thm2_fp_bound(n, d, eps, delta); g = []

@@ -4,10 +4,10 @@ import math
 import numpy as np
 import pytest
 from conftest import untouchable
-from dpnotebooks.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
-from dpnotebooks.ledger import BudgetExceededError
-from dpnotebooks.problems import get_problem, Dataset
-from dpnotebooks.stationarity import goldstein_norm
+from dpnotebooks.planning.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
+from dpnotebooks.privacy.ledger import BudgetExceededError
+from dpnotebooks.problems.base import get_problem, Dataset
+from dpnotebooks.problems.stationarity import goldstein_norm
 
 EPS, DELTA, ALPHA = 4.0, 1e-5, 0.05
 SETUPS = {  # algorithm: (n, overrides) on robust-regression, d = 4
@@ -111,8 +111,8 @@ def test_explicit_noise_overrides_are_kept_and_checked(guarded):
 def test_an_algorithm_without_its_own_budget_check_is_still_refused_before_reading(guarded):
     "Issue 19: the budget is checked in one place. A toy algorithm whose `run` reads the data at once and checks nothing is refused by `minimize` when its planned ledger overspends; within budget it runs."
     from typing import NamedTuple
-    from dpnotebooks.registry import Algorithm, RunOutput, register, Plan
-    from dpnotebooks.ledger import Ledger, Release
+    from dpnotebooks.engine.registry import Algorithm, RunOutput, register, Plan
+    from dpnotebooks.privacy.ledger import Ledger, Release
     class MeanParams(NamedTuple):
         C: float; sigma: float
         NOISE = ("sigma",); FREE = ()

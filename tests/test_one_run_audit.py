@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from dpnotebooks.one_run_audit import (one_run_p_value, one_run_epsilon, count_guesses, run_one_run_audit, recorded_shifts, canary_shifts)
-from dpnotebooks.privacy import calibrate_gaussian
+from dpnotebooks.audits.one_run_audit import (one_run_p_value, one_run_epsilon, count_guesses, run_one_run_audit, recorded_shifts, canary_shifts)
+from dpnotebooks.privacy.accounting import calibrate_gaussian
 from cli_runner import dpnb_here
 
 SIGMA_4 = lambda kw, c: kw.update(sigma=kw["sigma"] / 4)
@@ -108,7 +108,7 @@ def test_cli_one_run():
     assert bad.returncode == 2 and "dpnb: error:" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
 
 def test_cli_one_run_abggmu(capsys):
-    from dpnotebooks.cli import main
+    from dpnotebooks.interface.cli import main
     assert main(["audit", "--one-run", "abggmu-convex", "--canaries", "200", "--seed", "0"]) == 0
     out = capsys.readouterr().out
     assert "one-run audit of abggmu-convex (stage 1 of" in out and "claimed 1.0000" in out, out
@@ -118,15 +118,15 @@ def test_cli_one_run_abggmu(capsys):
 
 def _zo_runs(name, m, seed=0):
     "The `_DiracRuns` the one-run audit builds for an O2NC oracle with m canaries."
-    from dpnotebooks.one_run_audit import _oracle_plan, _DiracRuns, _dirac_path
-    from dpnotebooks.audit_algorithms import AUDIT_SPECS
-    from dpnotebooks.backend import make_rng
+    from dpnotebooks.audits.one_run_audit import _oracle_plan, _DiracRuns, _dirac_path
+    from dpnotebooks.audits.audit_algorithms import AUDIT_SPECS
+    from dpnotebooks.core.backend import make_rng
     r = make_rng(seed); pl = _oracle_plan(name, 1.0, 1e-5, m, r)
     return _DiracRuns(name, pl[0], pl[1], pl[3], pl[4], _dirac_path(AUDIT_SPECS[name], pl[0], pl[4], pl[5]), r, None, 1000.0)
 
 def test_recorded_shifts_equal_one_run_per_canary_across_a_period():
     "klt-single-pass with 30 canaries: 12 steps, period 11, so the last step starts a new period (a fresh g and tree)."
-    import dpnotebooks.zo_oracles as zo, dpnotebooks.ztc_oracle as ztc
+    import dpnotebooks.algorithms.zo_oracles as zo, dpnotebooks.algorithms.ztc_oracle as ztc
     before = (zo.clipped_block_mean, ztc.zo_two_point_clipped, ztc.zo_from_differences)
     runs = _zo_runs("klt-single-pass", 30)
     assert len(runs.Z) > runs.plan.params.period

@@ -9,11 +9,11 @@ m = 32 (16 guesses). Slow: the correct oracles stay at or below the claim at m =
 import warnings
 import numpy as np
 import pytest
-from dpnotebooks.one_run_audit import run_one_run_audit, period_shifts, canary_shifts, TIME_SEPARATED, ONE_RUN_DEFAULTS
-from dpnotebooks.one_run_audit import _period_plan, _PeriodRuns, _ONE_RUN_FIELDS
-from dpnotebooks.minimize import plan_run
-from dpnotebooks.audit_algorithms import AUDIT_SPECS, SignedAbs, audit_data
-from dpnotebooks.backend import make_rng
+from dpnotebooks.audits.one_run_audit import run_one_run_audit, period_shifts, canary_shifts, TIME_SEPARATED, ONE_RUN_DEFAULTS
+from dpnotebooks.audits.one_run_audit import _period_plan, _PeriodRuns, _ONE_RUN_FIELDS
+from dpnotebooks.planning.minimize import plan_run
+from dpnotebooks.audits.audit_algorithms import AUDIT_SPECS, SignedAbs, audit_data
+from dpnotebooks.core.backend import make_rng
 
 def no_clipping(oracle, canary):
     for bound in ("C1", "C2", "L"):

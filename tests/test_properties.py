@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
-from dpnotebooks.backend import to_numpy, make_rng, RNG
-from dpnotebooks.problems import get_problem, list_problems
-from dpnotebooks.streams import DataStream, SampleReuseError, StreamExhaustedError
-from dpnotebooks.smoothing import two_point_differences, zo_two_point, fo_smoothed_grad
+from dpnotebooks.core.backend import to_numpy, make_rng, RNG
+from dpnotebooks.problems.base import get_problem, list_problems
+from dpnotebooks.core.streams import DataStream, SampleReuseError, StreamExhaustedError
+from dpnotebooks.core.smoothing import two_point_differences, zo_two_point, fo_smoothed_grad
 
 PROB = get_problem("robust-regression", n=40, d=3, seed=0)
 

@@ -4,14 +4,14 @@ import math, warnings
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
-from dpnotebooks.backend import make_rng
-from dpnotebooks.clipping import clip_rows
-from dpnotebooks.ledger import Ledger, Release
-from dpnotebooks.minimize import ALGORITHMS
-from dpnotebooks.privacy import calibrate_gaussian, calibrate_tree, tree_levels
-from dpnotebooks.problems import get_problem
-from dpnotebooks.smoothing import zo_two_point
-from dpnotebooks.tree import TreeMechanism, node_decomposition, nodes_containing
+from dpnotebooks.core.backend import make_rng
+from dpnotebooks.privacy.clipping import clip_rows
+from dpnotebooks.privacy.ledger import Ledger, Release
+from dpnotebooks.planning.minimize import ALGORITHMS
+from dpnotebooks.privacy.accounting import calibrate_gaussian, calibrate_tree, tree_levels
+from dpnotebooks.problems.base import get_problem
+from dpnotebooks.core.smoothing import zo_two_point
+from dpnotebooks.privacy.tree import TreeMechanism, node_decomposition, nodes_containing
 
 FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -130,7 +130,7 @@ def _theorem_constraints(name, plan):
 @pytest.mark.parametrize("name", sorted(PLANNED))
 def test_recipes_fit_their_budget_their_data_and_their_theorem(name, n, d, eps, log_delta, data):
     "Whatever the inputs, a plan spends at most ε (priced by `planned_ledger`, as `minimize` prices it), reads at most n distinct samples if single-pass, and meets its theorem's constraints."
-    from dpnotebooks.minimize import InsufficientDataError, plan_run, planned_ledger
+    from dpnotebooks.planning.minimize import InsufficientDataError, plan_run, planned_ledger
     prob, consts = PLANNED[name]
     alg, delta = ALGORITHMS[name], 10.0 ** log_delta
     alpha = data.draw(st.floats(0.01, 0.5)) if alg.stationarity == "goldstein" else None

@@ -1,8 +1,8 @@
-"""The rate table (`dpnotebooks.rates`): implemented rows are their recipes' boundaries, prior-work rows are the notes' formulas."""
+"""The rate table (`dpnotebooks.planning.rates`): implemented rows are their recipes' boundaries, prior-work rows are the notes' formulas."""
 import math
 import pytest
-from dpnotebooks.minimize import ALGORITHMS, InsufficientDataError
-from dpnotebooks.rates import DECISIONS, rate_table, rate_markdown, recipe_samples, recommend, required_n_grid
+from dpnotebooks.planning.minimize import ALGORITHMS, InsufficientDataError
+from dpnotebooks.planning.rates import DECISIONS, rate_table, rate_markdown, recipe_samples, recommend, required_n_grid
 
 _KW = {"klt-multi-pass": dict(max_steps=None), "abggmu-glm": dict(rank=3)}
 

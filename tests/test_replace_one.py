@@ -5,8 +5,8 @@ import json, subprocess, sys, warnings
 import pytest
 from dp_accounting import (GaussianDpEvent, NeighboringRelation, PoissonSampledDpEvent, SelfComposedDpEvent)
 from dp_accounting.pld import PLDAccountant
-from dpnotebooks.minimize import ALGORITHMS, plan_run, planned_ledger
-from dpnotebooks.problems import get_problem
+from dpnotebooks.planning.minimize import ALGORITHMS, plan_run, planned_ledger
+from dpnotebooks.problems.base import get_problem
 
 DELTA = 1e-6
 SETUPS = {  # algorithm -> (problem, n, plan arguments)
@@ -62,7 +62,7 @@ def test_every_ledger_fits_its_budget_for_replace_one(key):
 
 def test_pricing_poisson_under_add_remove_is_caught(monkeypatch):
     "Re-introduce the old pricing (Poisson entries under add/remove-one): the calibrated plan then overspends for replace-one."
-    import dpnotebooks.ledger as L
+    import dpnotebooks.privacy.ledger as L
     def add_remove(entries, delta, accountant):
         acc = PLDAccountant(NeighboringRelation.ADD_OR_REMOVE_ONE)
         for r in entries:
@@ -80,8 +80,8 @@ _COST = r'''
 import json, resource, sys, time, warnings
 import numpy as np
 warnings.simplefilter("ignore")
-from dpnotebooks.problems import get_problem, Dataset, with_data
-from dpnotebooks.minimize import plan_run, planned_ledger
+from dpnotebooks.problems.base import get_problem, Dataset, with_data
+from dpnotebooks.planning.minimize import plan_run, planned_ledger
 out, base = {}, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 for key, (name, kw) in json.loads(sys.argv[1]).items():
     p = get_problem(name, n=10, d=4, seed=0)

@@ -3,10 +3,10 @@ seed, and says so; the noise's entropy never appears in what a run returns; chec
 import json, os
 import numpy as np
 import pytest
-import dpnotebooks.backend as backend
-from dpnotebooks.cli import main, run_algorithm
-from dpnotebooks.minimize import minimize
-from dpnotebooks.problems import get_problem
+import dpnotebooks.core.backend as backend
+from dpnotebooks.interface.cli import main, run_algorithm
+from dpnotebooks.planning.minimize import minimize
+from dpnotebooks.problems.base import get_problem
 
 CASES = [("dp-sgd", "logistic", {}), ("abggmu-spider", "logistic", dict(L1=0.25)), ("klt-single-pass", "robust-regression", {}),
          ("klt-first-order", "robust-regression", {})]

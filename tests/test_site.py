@@ -137,13 +137,13 @@ def test_a_reused_kernel_starts_each_page_fresh(tmp_path):
         n = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src), nbformat.v4.new_code_cell(plot)])
         n.metadata["kernelspec"] = {"name": "python3", "display_name": "python3", "language": "python"}
         return n
-    first = nb("import os, sys, warnings, matplotlib\nfrom dpnotebooks.backend import set_backend\nx = 1; warnings.simplefilter('ignore'); "
+    first = nb("import os, sys, warnings, matplotlib\nfrom dpnotebooks.core.backend import set_backend\nx = 1; warnings.simplefilter('ignore'); "
                "os.environ['DPNB_LEAK'] = '1'; sys.path.insert(0, 'leak'); matplotlib.rcParams['font.size'] = 31; set_backend('numpy', 'float32')\n"
                "def g(): return 7\ndef f(): return g()\nimport dpnotebooks; dpnotebooks._kept = f\n"    # registered in the package, as 30_minimize does
                "import jax; jax.config.update('jax_enable_x64', True)\n"                            # as from_jax does
                "matplotlib.use('Agg')\n"                                                              # as dpnb demo's plots do
                "print(os.getpid())")
-    second = nb("import os, sys, warnings, matplotlib\nfrom dpnotebooks.backend import get_dtype\n"
+    second = nb("import os, sys, warnings, matplotlib\nfrom dpnotebooks.core.backend import get_dtype\n"
                 "print(os.getpid(), 'x' in dir(), os.path.basename(os.getcwd()), 'DPNB_LEAK' in os.environ, 'leak' in sys.path, "
                 "matplotlib.rcParams['font.size'], get_dtype(), any(f[:3] == ('ignore', None, Warning) for f in warnings.filters))\n"
                 "import dpnotebooks; print(dpnotebooks._kept()); del dpnotebooks._kept\nimport jax.numpy as jnp; print(jnp.zeros(1).dtype)")

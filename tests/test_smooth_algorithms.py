@@ -3,12 +3,12 @@ budget, lowers the full-batch gradient norm and the loss, uses the data as its p
 import numpy as np
 import pytest
 from conftest import untouchable
-from dpnotebooks.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
-from dpnotebooks.registry import scale_noise
-from dpnotebooks.ledger import BudgetExceededError
-from dpnotebooks.problems import get_problem
-from dpnotebooks.stationarity import grad_norm
-from dpnotebooks.backend import asarray, to_numpy
+from dpnotebooks.planning.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
+from dpnotebooks.engine.registry import scale_noise
+from dpnotebooks.privacy.ledger import BudgetExceededError
+from dpnotebooks.problems.base import get_problem
+from dpnotebooks.problems.stationarity import grad_norm
+from dpnotebooks.core.backend import asarray, to_numpy
 
 EPS, DELTA = 1.0, 1e-5
 SETUPS = {  # algorithm: (problem, n, overrides), d = 5

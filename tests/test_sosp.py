@@ -5,13 +5,13 @@ import json, math
 import numpy as np
 import pytest
 from conftest import untouchable
-from dpnotebooks.backend import asarray, to_numpy
-from dpnotebooks.ledger import BudgetExceededError, check_budget
-from dpnotebooks.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
-from dpnotebooks.problems import get_problem
-from dpnotebooks.stationarity import grad_norm, hessian_min_eig
-from dpnotebooks.streams import DataStream, SampleReuseError
-from dpnotebooks.sosp import (SOSPParams, sosp_parameters, sosp_releases, batch_size, replay_decisions, lt_sosp)
+from dpnotebooks.core.backend import asarray, to_numpy
+from dpnotebooks.privacy.ledger import BudgetExceededError, check_budget
+from dpnotebooks.planning.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
+from dpnotebooks.problems.base import get_problem
+from dpnotebooks.problems.stationarity import grad_norm, hessian_min_eig
+from dpnotebooks.core.streams import DataStream, SampleReuseError
+from dpnotebooks.algorithms.sosp import (SOSPParams, sosp_parameters, sosp_releases, batch_size, replay_decisions, lt_sosp)
 from cli_runner import dpnb_here
 
 # n = 400 000 is below the worst case of Lemma 3.15 at alpha = 0.2: the recipe warns (tested once below), the runs still certify

@@ -5,14 +5,14 @@ import json, math, re, warnings
 import numpy as np
 import pytest
 from conftest import untouchable
-from dpnotebooks import backend as B
-from dpnotebooks.cli import run_algorithm
-from dpnotebooks.minimize import minimize, plan_run, planned_ledger, ALGORITHMS, InsufficientDataError
-from dpnotebooks.problems import get_problem, Saddle
-from dpnotebooks.sosp import sosp_parameters, lt_sosp
-from dpnotebooks.streams import DataStream
-from dpnotebooks.sosp_erm import ERMParams, ReuseStream, erm_parameters, erm_releases, lt_sosp_erm, erm_rate
-from dpnotebooks.audit_sosp_erm import run_sosp_erm_audit
+from dpnotebooks.core import backend as B
+from dpnotebooks.interface.cli import run_algorithm
+from dpnotebooks.planning.minimize import minimize, plan_run, planned_ledger, ALGORITHMS, InsufficientDataError
+from dpnotebooks.problems.base import get_problem, Saddle
+from dpnotebooks.algorithms.sosp import sosp_parameters, lt_sosp
+from dpnotebooks.core.streams import DataStream
+from dpnotebooks.algorithms.sosp_erm import ERMParams, ReuseStream, erm_parameters, erm_releases, lt_sosp_erm, erm_rate
+from dpnotebooks.audits.audit_sosp_erm import run_sosp_erm_audit
 from cli_runner import dpnb_here
 
 pytestmark = pytest.mark.filterwarnings("ignore:lt-sosp-erm.*below the worst-case:UserWarning")
@@ -109,8 +109,8 @@ def test_runs_on_array_api_strict_as_on_numpy():
 def test_kill_and_resume_is_bit_for_bit(tmp_path):
     "As tests/test_checkpoint.py does for every algorithm in its RUNS: killed mid-run, resumed, the same result (the reuse stream included)."
     import signal
-    from dpnotebooks.checkpoint import read_checkpoint
-    from dpnotebooks.cli import main
+    from dpnotebooks.engine.checkpoint import read_checkpoint
+    from dpnotebooks.interface.cli import main
     from test_checkpoint import _run_and_kill, _same
     argv = ["lt-sosp-erm", "--problem", "saddle", "--n", "40000", "--d", "4", "--seed", "3", "--quiet", "--epsilon", "1", "--delta", "1e-6",
             "--alpha", "0.5", "--set", "passes=4"]

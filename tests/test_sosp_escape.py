@@ -1,7 +1,7 @@
 """`dpnb experiment sosp-escape` (nbs/experiments/62_sosp_escape): quick grid end to end, its files, reproducibility with --seed, and --list."""
 import csv, json
 import pytest
-from dpnotebooks.cli import main
+from dpnotebooks.interface.cli import main
 
 def _run(out, seed):
     assert main(["experiment", "sosp-escape", "--quick", "--seed", str(seed), "--quiet", "--out", str(out)]) == 0

@@ -2,9 +2,9 @@
 import math
 import numpy as np
 import pytest
-from dpnotebooks.problems import get_problem, with_data
-from dpnotebooks.ledger import Ledger, Release, BudgetExceededError
-from dpnotebooks.tuning import (TUNING_ORDERS, selection_epsilon, ledger_rdp, tune, accuracy, tnb_gamma,
+from dpnotebooks.problems.base import get_problem, with_data
+from dpnotebooks.privacy.ledger import Ledger, Release, BudgetExceededError
+from dpnotebooks.planning.tuning import (TUNING_ORDERS, selection_epsilon, ledger_rdp, tune, accuracy, tnb_gamma,
                                 tnb_selection_rdp, SelectionLedger)
 from conftest import untouchable
 

@@ -2,7 +2,7 @@
 import json, re
 from pathlib import Path
 import pytest
-from dpnotebooks import backend as B
+from dpnotebooks.core import backend as B
 
 NB = Path(__file__).resolve().parent.parent / "nbs" / "tutorials" / "70_bring_your_own_loss.ipynb"
 
@@ -13,7 +13,7 @@ def _code_cells():
 def test_gpu_section_changes_one_line():
     "The GPU cell builds the same problem and calls minimize with the same arguments; the added line is set_backend('cupy')."
     cells = _code_cells()
-    (cpu,) = [c for c in cells if c.startswith("from dpnotebooks.minimize import minimize")]
+    (cpu,) = [c for c in cells if c.startswith("from dpnotebooks.planning.minimize import minimize")]
     (gpu,) = [c for c in cells if 'set_backend("cupy")' in c]
     call = re.search(r'minimize\(problem, ("klt-first-order".*?)\)\n', cpu).group(1)
     assert f"minimize(problem_gpu, {call})" in gpu

@@ -3,10 +3,10 @@ epsilon spent within its budget (the tuned runs' selection included), and a held
 import json
 import numpy as np
 import pytest
-from dpnotebooks.backend import to_numpy
-from dpnotebooks.problems import Dataset
-from dpnotebooks.data import public_scaler
-from dpnotebooks.utility import utility_experiment, utility_task, format_utility, UTILITY_DATASETS, _raw
+from dpnotebooks.core.backend import to_numpy
+from dpnotebooks.problems.base import Dataset
+from dpnotebooks.problems.data import public_scaler
+from dpnotebooks.experiments.utility import utility_experiment, utility_task, format_utility, UTILITY_DATASETS, _raw
 
 @pytest.fixture(scope="module")
 def tiny():

@@ -90,7 +90,7 @@ def test_wheel_installs_and_runs_from_an_empty_directory(tmp_path):
     run = lambda *a: subprocess.run([str(a[0])] + list(a[1:]), capture_output=True, text=True, cwd=work, env=env, timeout=300)
     t_setup = time.perf_counter() - t0
 
-    probe = run(bindir / "python", "-c", "import sys, dpnotebooks, dpnotebooks.cli, dpnotebooks.minimize, dpnotebooks.utility, dpnotebooks.experiments\n"
+    probe = run(bindir / "python", "-c", "import sys, dpnotebooks, dpnotebooks.interface.cli, dpnotebooks.planning.minimize, dpnotebooks.experiments.utility, dpnotebooks.experiments.sample_complexity\n"
                 "print(dpnotebooks.__file__)\nfor m in ('sklearn', 'distributed', 'jax'):\n"
                 "    try: __import__(m); print('present', m)\n    except ImportError: pass")
     assert probe.returncode == 0, probe.stderr

@@ -36,7 +36,7 @@ DIRECTIVE = re.compile(r"^\s*#\|\s*(.*?)\s*$")
 MATHJAX = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"   # the configuration jupyter-server-mathjax ships
 
 
-GROUPS = ("core", "privacy", "algorithms", "planning", "audits", "interface", "experiments", "tutorials")   # the layers, in reading order
+GROUPS = ("core", "privacy", "problems", "engine", "algorithms", "planning", "audits", "interface", "experiments", "tutorials")   # the layers, in reading order
 
 
 def notebooks(only=None) -> list:
@@ -127,8 +127,8 @@ else:
     _m.rcParams.update({k: v for k, v in _c.deepcopy(_f[3]).items() if k not in ("backend", "interactive")})
     if "inline" not in _m.get_backend():               # a page's matplotlib.use("Agg") (50_cli's dpnb demo) hid later figures
         get_ipython().run_line_magic("matplotlib", "inline")
-    if "dpnotebooks.backend" in _s.modules:
-        _b = _s.modules["dpnotebooks.backend"]; _b.set_backend("numpy", "float64"); _b._backend_from_env()
+    if "dpnotebooks.core.backend" in _s.modules:
+        _b = _s.modules["dpnotebooks.core.backend"]; _b.set_backend("numpy", "float64"); _b._backend_from_env()
     if "jax" in _s.modules:                             # from_jax turns float64 on for the process; a fresh kernel has JAX's default
         _s.modules["jax"].config.update("jax_enable_x64", _o.environ.get("JAX_ENABLE_X64", "").lower() in ("1", "true", "t", "y", "yes", "on"))
 # A new __main__ and namespace, as `%reset` would, but the old one is left as it was: a function an earlier page defined and

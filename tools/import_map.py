@@ -4,7 +4,8 @@ package files name each algorithm, the largest modules, the functions with many 
 
     .venv/bin/python tools/import_map.py              # the table
     .venv/bin/python tools/import_map.py --json       # the same numbers as JSON
-    .venv/bin/python tools/import_map.py --no-trace   # without the traced request (no import of the package)
+    .venv/bin/python tools/import_map.py --no-trace   # without the traced request
+Exits 1 when the imports make a circle or a module imports a `_`-prefixed name from another.
 
 Read from the source (Python's `ast`), so nothing is imported but for the traced request. An arrow is an import of one
 package module by another, at module level or inside a function (both are dependencies). A module's floor is one above
@@ -82,14 +83,26 @@ def _known(name: str, mods: dict) -> str:
     return ".".join(parts) or "__init__"
 
 
-def arrows() -> set:
-    "{(importer, imported)} between package modules (module level and inside functions)."
-    out = set()
+def imports() -> list:
+    "(importer, imported, [names]) of every import of a package module, at module level or inside a function."
+    out = []
     for name, path in modules().items():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                out |= {(name, m) for m in _resolve(name, path, node) if m != name}
+                names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else []
+                out += [(name, m, names) for m in _resolve(name, path, node) if m != name]
     return out
+
+
+def arrows() -> set:
+    """{(importer, imported)} between package modules. An import of the package's `__version__` alone is not an arrow:
+    it reads the package's metadata, not its code (a checkpoint records the version that wrote it)."""
+    return {(a, b) for a, b, names in imports() if not (b == "__init__" and names == ["__version__"])}
+
+
+def private_imports() -> list:
+    "(importer, imported, name) of every `_`-prefixed name one package module imports from another."
+    return sorted((a, b, n) for a, b, names in imports() for n in names if n.startswith("_") and n != "__version__")
 
 
 def circles(edges: set) -> list:
@@ -169,14 +182,14 @@ def module_lines() -> list:
 
 def trace_request(argv=None) -> dict:
     """Run `dpnb run dp-sgd --data x.csv` (a 300-row CSV of two features and a 0/1 label, written to a temporary folder)
-    through `dpnotebooks.cli.main` under `sys.setprofile`, following which package module is running: the modules it
+    through `dpnotebooks.interface.cli.main` under `sys.setprofile`, following which package module is running: the modules it
     visits, the moves between modules, and how often each is entered. What runs inside `run_loop` (the steps, the
     checkpoint ticks) is left out: it is the algorithm's work, the same in any request; what is counted is the request's
     way there and back."""
     import contextlib, io, os, tempfile
     import numpy as np
     sys.path.insert(0, str(ROOT))
-    from dpnotebooks.cli import main
+    from dpnotebooks.interface.cli import main
     tmp = Path(tempfile.mkdtemp())
     rs = np.random.default_rng(0); X = rs.normal(size=(300, 2)); y = (X @ [1.0, -1.0] > 0).astype(int)
     np.savetxt(tmp / "x.csv", np.c_[X, y], delimiter=",", header="a,b,y", comments="")
@@ -214,7 +227,7 @@ def measure(trace: bool = True) -> dict:
     fl = floors(e)
     names = algorithm_names()
     out = dict(modules=len(mods), arrows=len(e), floors=max(fl.values()), arrows_up=[list(a) for a in upward(e)],
-               circles=circles(e), layers={m: layer_of(m) for m in mods},
+               circles=circles(e), private_imports=private_imports(), layers={m: layer_of(m) for m in mods},
                algorithm_files=naming_files(names), largest_modules=module_lines()[:10],
                many_parameters=many_parameters())
     if trace: out["request"] = trace_request()
@@ -226,6 +239,7 @@ def report(m: dict) -> str:
     lines = [f"{m['modules']} modules, {m['arrows']} import arrows on {m['floors']} floors",
              f"arrows up a layer: {len(m['arrows_up'])}"] + [f"  {a} ({m['layers'][a]}) -> {b} ({m['layers'][b]})" for a, b in m["arrows_up"]]
     lines += [f"circles: {len(m['circles'])}"] + [f"  {' <-> '.join(c)}" for c in m["circles"]]
+    lines += [f"imports of _-prefixed names across modules: {len(m['private_imports'])}"] + [f"  {a} imports {n} from {b}" for a, b, n in m["private_imports"]]
     un = sorted(k for k, v in m["layers"].items() if v == "unassigned")
     if un: lines.append(f"modules with no layer: {', '.join(un)}")
     af = m["algorithm_files"]
@@ -250,3 +264,4 @@ if __name__ == "__main__":
     a = ap.parse_args()
     m = measure(trace=not a.no_trace)
     print(json.dumps(m, indent=1) if a.json else report(m))
+    sys.exit(1 if m["circles"] or m["private_imports"] else 0)
