@@ -17,7 +17,7 @@ __doc__ = """dpnotebooks: differentially private optimization of nonsmooth and n
 
 A tour in a few names (each is documented: `help(dpnotebooks.minimize)` lists every parameter):
 
-    from dpnotebooks import get_problem, plan; from dpnotebooks.planning import minimize
+    from dpnotebooks import get_problem, plan, minimize
     p = get_problem("robust-regression", n=10000, d=4, seed=0)        # a Problem: a loss, its data, public constants
     pl = plan(p, "klt-single-pass", epsilon=1.0, delta=1e-6)         # every parameter of the run; no data read
     res = minimize(p, "klt-single-pass", epsilon=1.0, delta=1e-6, seed=0)

@@ -31,9 +31,9 @@ FLAT = dict(
     problems="problems losses data lower_bounds stationarity jax_ghost reference lasry_lions",
     engine="registry runloop checkpoint faults",
     algorithms="o2nc zo_oracles ztc_oracle fo_oracle dpsgd spiderboost sosp sosp_erm ganesh_sosp convex_glm",
-    planning="minimize cost tuning rates smooth_algorithms sosp_algorithm stationarity_rates",
+    planning="minimize cost tuning rates smooth_algorithms sosp_algorithm",
     audits="audit audit_algorithms audit_smooth audit_sosp audit_sosp_erm audit_ganesh_sosp canary_audit one_run_audit",
-    experiments="experiments sosp_escape utility generalization bench",
+    experiments="experiments stationarity_rates sosp_escape utility generalization bench",
     interface="cli __init__",
 )
 FLAT_LAYER = {m: layer for layer, mods in FLAT.items() for m in mods.split()}
@@ -185,11 +185,13 @@ def trace_request(argv=None) -> dict:
     through `dpnotebooks.interface.cli.main` under `sys.setprofile`, following which package module is running: the modules it
     visits, the moves between modules, and how often each is entered. What runs inside `run_loop` (the steps, the
     checkpoint ticks) is left out: it is the algorithm's work, the same in any request; what is counted is the request's
-    way there and back."""
+    way there and back. So is the cost model's timing loop (`_timeit`), whose length depends on the machine's speed."""
     import contextlib, io, os, tempfile
     import numpy as np
     sys.path.insert(0, str(ROOT))
-    from dpnotebooks.interface.cli import main
+    import importlib
+    try: main = importlib.import_module("dpnotebooks.interface.cli").main
+    except ModuleNotFoundError: main = importlib.import_module("dpnotebooks.cli").main   # the flat package (0.1.0)
     tmp = Path(tempfile.mkdtemp())
     rs = np.random.default_rng(0); X = rs.normal(size=(300, 2)); y = (X @ [1.0, -1.0] > 0).astype(int)
     np.savetxt(tmp / "x.csv", np.c_[X, y], delimiter=",", header="a,b,y", comments="")
@@ -203,7 +205,7 @@ def trace_request(argv=None) -> dict:
         if f not in where: where[f] = ".".join(Path(f).relative_to(PKG).with_suffix("").parts).removesuffix(".__init__") or "__init__"
         return where[f]
     def prof(frame, event, arg):
-        if frame.f_code.co_name == "run_loop" and name_of(frame.f_code):
+        if frame.f_code.co_name in ("run_loop", "_timeit") and name_of(frame.f_code):   # the run; the cost model's timing loop
             if event == "call": inside[0] += 1
             elif event == "return": inside[0] -= 1
         if inside[0] or event not in ("call", "return"): return
@@ -253,7 +255,7 @@ def report(m: dict) -> str:
         lines.append(f"`dpnb run dp-sgd --data x.csv` (exit {r['exit']}): {r['modules']} modules visited, {r['moves']} moves "
                      f"({r['distinct_moves']} distinct from-to pairs); "
                      "entered most: " + ", ".join(f"{k} {v}" for k, v in list(r["entries"].items())[:6])
-                     + "; the entry points: " + ", ".join(f"{k} {r['entries'].get(k, 0)}" for k in ("cli", "minimize")))
+                     + "; the entry points: " + ", ".join(f"{k} {v}" for k, v in r["entries"].items() if k.split(".")[-1] in ("cli", "minimize")))
     return "\n".join(lines)
 
 
