@@ -12,7 +12,7 @@ import numpy as np
 from dpnotebooks import get_problem, plan
 from dpnotebooks.problems.base import Dataset
 from dpnotebooks.engine.registry import ALGORITHMS
-from dpnotebooks.privacy.accounting import ledger, accounting as privacy; from dpnotebooks.planning import sosp_algorithm; from dpnotebooks.algorithms import sosp_erm, ganesh_sosp
+from dpnotebooks.privacy import ledger, accounting as privacy; from dpnotebooks.planning import sosp_algorithm; from dpnotebooks.algorithms import sosp_erm, ganesh_sosp
 
 PROBLEM = {"abggmu-spider": "sigmoid-glm", "abggmu-tree-spider": "sigmoid-glm", "lt-sosp": "sigmoid-glm", "lt-sosp-erm": "sigmoid-glm",
            "ganesh-sosp": "sigmoid-glm"}   # else logistic

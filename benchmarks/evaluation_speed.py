@@ -14,7 +14,7 @@ the largest difference between the two certificates' norms (rounding only: the p
 """
 import argparse, os, subprocess, sys, time
 import numpy as np
-from dpnotebooks.problems.base import base as problems
+from dpnotebooks.problems import base as problems
 from dpnotebooks.experiments.sample_complexity import planted_robust_regression
 from dpnotebooks.problems.stationarity import goldstein_certificate
 

@@ -31,7 +31,7 @@ def test_quick_suite_writes_json_and_markdown(tmp_path, capsys):
 
 def test_default_output_goes_to_its_own_directory(tmp_path, monkeypatch):
     "Without --out/--markdown the files go to dpnb-bench/ (or --output-dir), never over ./BENCHMARKS.md; --markdown FILE is an explicit ask."
-    from dpnotebooks.experiments.sample_complexity import bench
+    from dpnotebooks.experiments import bench
     monkeypatch.chdir(tmp_path)
     (tmp_path / "BENCHMARKS.md").write_text("tracked")
     fake = dict(machine=dict(cpu="x"), grid="quick", dtype="float64", rows=[])
