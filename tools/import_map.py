@@ -15,7 +15,7 @@ assigns it, the layers of DESIGN's table (core, privacy, problems, engine, algor
 interface), so that the flat package of 0.1.0 can be measured against the layered one.
 """
 from __future__ import annotations
-import argparse, ast, json, sys
+import argparse, ast, functools, json, sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -39,15 +39,23 @@ FLAT = dict(
 FLAT_LAYER = {m: layer for layer, mods in FLAT.items() for m in mods.split()}
 
 
+@functools.lru_cache(maxsize=None)
+def _modules(pkg: Path) -> tuple:
+    return tuple(_walk(pkg))
+
+
 def modules() -> dict:
     "{dotted name below dpnotebooks ('__init__' for the package itself): path} of every package module but the generated index."
-    out = {}
-    for p in sorted(PKG.rglob("*.py")):
+    return dict(_modules(PKG))
+
+
+def _walk(pkg: Path):
+    "(name, path) of every module below `pkg` but the generated index."
+    for p in sorted(pkg.rglob("*.py")):
         if p.name == "_modidx.py" or "__pycache__" in p.parts: continue
-        rel = p.relative_to(PKG).with_suffix("")
+        rel = p.relative_to(pkg).with_suffix("")
         parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-        out[".".join(parts) or "__init__"] = p
-    return out
+        yield ".".join(parts) or "__init__", p
 
 
 def layer_of(name: str) -> str:

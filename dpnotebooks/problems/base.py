@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 import numpy as np
 from ..core.backend import get_xp, get_backend, get_dtype, get_device, asarray, to_numpy, vnorm, make_rng, einsum, take_rows
-from ..privacy.clipping import Clipped, zero_nonfinite
+from ..privacy.clipping import Clipped, zero_nonfinite, row_norms
 
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'BLOCK_ELEMENTS', 'PROBLEMS', 'Dataset', 'normalize_rows', 'scale_records',
@@ -544,6 +544,7 @@ def _linear_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng
     with np.errstate(over="ignore", invalid="ignore"):
         norm = xp.abs(s) * _row_norms(A)
         if not math.isfinite(float(norm @ norm)):   # rare: a NaN or inf (a sample's is zeroed and counted), or a norm whose square overflows
+            norm = xp.where(xp.isfinite(norm), norm, xp.abs(s) * row_norms(A)[:, 0])   # a finite row whose ‖a‖² overflowed: rescaled, then clipped
             Z, bad = zero_nonfinite(xp.concat([norm[:, None], s[:, None], A], axis=1), (1,))      # clip_rows' own zeroing
             norm, s, A, nbad = Z[:, 0], Z[:, 1], Z[:, 2:], int(xp.count_nonzero(bad))
         cs = clip / xp.maximum(norm, clip) * s                                   # min(1, C/‖g‖) bit for bit, 1 at ‖g‖ = 0

@@ -1,0 +1,110 @@
+"""One clipping contract, one harness: every implementation of a problem's clipped gradient sum Σ_i clip_C(∇f_i(x)) is
+checked against one reference written here, on the same rows. The implementations are the linear models' fused path,
+the MLP's fused path, JAX ghost clipping (`from_jax`), PyTorch ghost clipping (`from_torch`, skipped without torch) and
+the materialized path (`clip_rows` of `grad_each`, what every other problem gets). The rows are ordinary ones, a zero
+row, a NaN and an inf entry, rows of norm 1e±200 (1e±30 in float32), and a row whose squared gradient norm overflows. The
+sum, the number of rows clipped and the number of rows zeroed must agree.
+
+The contract (rule 1: non-finite or huge per-sample values are zeroed or clipped inside the mechanism): a row with any
+non-finite gradient entry is zeroed and counted; a finite row is scaled to norm min(‖g‖, C), its norm taken without
+overflow. One freedom: a finite row whose squared norm overflows the dtype may be zeroed instead (and counted as zeroed).
+Ghost clipping sees only squared norms, assembled from factors, so JAX's and PyTorch's paths take it; the linear, MLP
+and materialized paths clip such a row. Either way the row's contribution has norm at most C."""
+import math
+import numpy as np
+import pytest
+from dpnotebooks.core.backend import use_backend, to_numpy, asarray
+from dpnotebooks.privacy.clipping import clip_rows
+from dpnotebooks.problems.base import Dataset, Logistic, RobustRegression
+from dpnotebooks.algorithms.dpsgd import MLP
+
+P, CLIP = 4, 0.7
+
+
+def rows(dtype) -> tuple:
+    "(features, ±1 targets) of 12 ordinary rows and the edge rows, in `dtype`."
+    big, small = (1e200, 1e-200) if dtype == np.float64 else (1e30, 1e-30)
+    over = math.sqrt(np.finfo(dtype).max) * 4          # a row whose squared norm overflows, its norm finite
+    A = np.random.default_rng(0).normal(size=(12, P))
+    edge = np.array([[0.0] * P, [np.nan, 1, 1, 1], [1, np.inf, 1, 1], [big, 1, 1, 1], [small, 0, 0, 0], [over, over, 0, 0]])
+    A = np.concatenate([A, edge]).astype(dtype)
+    return A, np.where(np.arange(len(A)) % 2 == 0, 1.0, -1.0).astype(dtype)
+
+
+def reference(G, clip: float, overflow: str = "clip", dtype=np.float64) -> tuple:
+    """(Σ clipped rows, rows clipped, rows zeroed) of per-sample gradients G (b, d), in float64, by the contract; a row whose
+    squared norm overflows `dtype` is clipped (`overflow="clip"`) or zeroed ("zero")."""
+    G = np.asarray(G, dtype=np.float64).reshape(len(G), -1)
+    bad = ~np.all(np.isfinite(G), axis=1)
+    if overflow == "zero":
+        with np.errstate(over="ignore"): bad |= ~np.isfinite(np.sum(np.where(bad[:, None], 0, G).astype(dtype) ** 2, axis=1))
+    G = np.where(bad[:, None], 0.0, G)
+    m = np.max(np.abs(G), axis=1)
+    norms = np.where(m > 0, m * np.sqrt(np.sum((G / np.where(m > 0, m, 1)[:, None]) ** 2, axis=1)), 0.0)
+    over = norms > clip * (1 + 1e-12)
+    scale = np.where(over, clip / np.where(over, norms, 1), 1.0)
+    return (G * scale[:, None]).sum(0), int(over.sum()), int(bad.sum())
+
+
+def _linear(cls):
+    def make(A, y): return cls(Dataset(A, y))
+    return make
+
+def _mlp(A, y): return MLP(Dataset(A, y), hidden=6, L=1.0, seed=1)
+
+def _jax(A, y):
+    jnp = pytest.importorskip("jax.numpy", reason="JAX is an optional extra (pip install 'dpnotebooks[jax]')")
+    from dpnotebooks.problems.losses import from_jax
+    return from_jax(lambda w, a, t: jnp.logaddexp(0.0, -t * (a @ w)), jnp.full(P, 0.3), (A, y), L=1.0)
+
+def _torch(A, y):
+    torch = pytest.importorskip("torch", reason="PyTorch is an optional extra (pip install 'dpnotebooks[torch]')")
+    from dpnotebooks.problems.losses import from_torch
+    net = torch.nn.Sequential(torch.nn.Linear(P, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    return from_torch(net, lambda out, t: torch.nn.functional.softplus(-t * out.squeeze(-1)), (A, y), L=1.0)
+
+# name: (constructor, what its fused path does with a row whose squared norm overflows)
+PROBLEMS = {"logistic (linear, fused)": (_linear(Logistic), "clip"), "robust regression (linear, fused)": (_linear(RobustRegression), "clip"),
+            "mlp (fused)": (_mlp, "clip"), "jax (ghost)": (_jax, "zero"), "torch (ghost)": (_torch, "zero")}
+
+
+def per_sample(problem, x, batch):
+    "The problem's per-sample gradients at x, (b, d), as numpy float64 (NaN/inf kept: the reference zeroes them)."
+    with np.errstate(all="ignore"):
+        return np.asarray(to_numpy(problem.grad_each(asarray(x)[None, None, :] + 0 * asarray(np.zeros((len(batch), 1, 1))), batch)),
+                          dtype=np.float64).reshape(len(batch), -1)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_every_clipped_sum_meets_the_contract(name, dtype):
+    A, y = rows(dtype)
+    with use_backend("numpy", "float32" if dtype == np.float32 else "float64"):
+        make, overflow = PROBLEMS[name]
+        problem = make(A, y)
+        x = np.asarray(to_numpy(problem.x0), dtype=np.float64) + 0.05
+        batch, G = problem.data, per_sample(problem, x, problem.data)
+        paths = {"materialized": clip_rows(asarray(G), CLIP)}
+        if getattr(problem, "clipped_sum", None) is not None: paths["fused"] = problem.clipped_sum(asarray(x), batch, CLIP)
+        for path, got in paths.items():
+            want, clipped, zeroed = reference(G, CLIP, "clip" if path == "materialized" else overflow, dtype)
+            S = got.values.sum(0) if path == "materialized" else got[0]
+            c = got if path == "materialized" else got[1]
+            tol = 1e-10 if dtype == np.float64 else 2e-4
+            np.testing.assert_allclose(np.asarray(to_numpy(S), dtype=np.float64), want, rtol=tol, atol=tol * CLIP, err_msg=f"{name}, {path}")
+            assert (c.clipped, c.nonfinite) == (clipped, zeroed), f"{name}, {path}: clipped {c.clipped} (want {clipped}), zeroed {c.nonfinite} (want {zeroed})"
+        assert zeroed >= 1 and clipped >= 2, "the rows must exercise zeroing and clipping"
+
+
+def test_the_harness_catches_a_wrong_clip():
+    "It can fail: a fused path that clips to 2C, or keeps a NaN row's other entries, disagrees with the reference."
+    A, y = rows(np.float64)
+    problem = Logistic(Dataset(A, y)); x = np.full(P, 0.05)
+    want, _, _ = reference(per_sample(problem, x, problem.data), CLIP)
+    S2, _ = problem.clipped_sum(asarray(x), problem.data, 2 * CLIP)
+    assert not np.allclose(np.asarray(to_numpy(S2)), want, rtol=1e-10)
+    G = np.array([[np.nan, 5.0, 0, 0], [0.1, 0, 0, 0], [1e200, 1e200, 0, 0]])
+    assert np.allclose(reference(G, CLIP)[0], [0.1 + CLIP / math.sqrt(2), CLIP / math.sqrt(2), 0, 0])   # the NaN row zeroed, the huge one clipped
+    kept = np.where(np.isnan(G), 0.0, G)                                            # a path that zeroes the NaN entry only, not its row
+    assert not np.allclose(reference(kept, CLIP)[0], reference(G, CLIP)[0], rtol=1e-10)
+    assert reference(G, CLIP, "zero")[1:] == (0, 2) and reference(G, CLIP, "clip")[1:] == (1, 1)   # the overflowing row: zeroed, or clipped
