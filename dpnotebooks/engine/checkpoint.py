@@ -76,7 +76,7 @@ def check_fingerprint(saved:dict, # the fingerprint stored in the checkpoint
 
 # %% ../../nbs/engine/08a_checkpoint.ipynb #b4908a01
 MAGIC = b"DPNB-CHECKPOINT\x00"
-FORMAT = 2   # 2: a loop's state is `run_loop`'s (state NamedTuple, live objects); 1 (before issue 19) held per-loop dicts
+FORMAT = 3   # 3: classes at the layered package's paths (dpnotebooks.<layer>.<module>); 2: the flat package's; 1: per-loop dicts
 _HEADER = struct.Struct("<IQ")
 
 def _device_array(a):
