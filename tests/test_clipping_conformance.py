@@ -71,8 +71,8 @@ PROBLEMS = {"logistic (linear, fused)": (_linear(Logistic), "clip"), "robust reg
 def per_sample(problem, x, batch):
     "The problem's per-sample gradients at x, (b, d), as numpy float64 (NaN/inf kept: the reference zeroes them)."
     with np.errstate(all="ignore"):
-        return np.asarray(to_numpy(problem.grad_each(asarray(x)[None, None, :] + 0 * asarray(np.zeros((len(batch), 1, 1))), batch)),
-                          dtype=np.float64).reshape(len(batch), -1)
+        X = asarray(np.broadcast_to(x, (len(batch), 1, len(x))))                   # one point per sample, as grad_each takes them
+        return np.asarray(to_numpy(problem.grad_each(X, batch)), dtype=np.float64).reshape(len(batch), -1)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
