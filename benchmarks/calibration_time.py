@@ -11,7 +11,7 @@ import sys, time, warnings
 import numpy as np
 from dpnotebooks import get_problem, plan
 from dpnotebooks.problems.base import Dataset
-from dpnotebooks.engine.registry import ALGORITHMS
+from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.privacy import ledger, accounting as privacy; from dpnotebooks.planning import sosp_algorithm; from dpnotebooks.algorithms import sosp_erm, ganesh_sosp
 
 PROBLEM = {"abggmu-spider": "sigmoid-glm", "abggmu-tree-spider": "sigmoid-glm", "lt-sosp": "sigmoid-glm", "lt-sosp-erm": "sigmoid-glm",

@@ -106,8 +106,8 @@ def suite_rows(limit):
     "Every job of `dpnb bench --quick` on cupy, end-to-end runs first, each stopped after `limit` seconds (SIGALRM): which run, which are slow."
     import signal
     from dpnotebooks.experiments.bench import GRIDS, _suite_jobs, _run_job
-    from dpnotebooks.planning.minimize import ALGORITHMS
-    import dpnotebooks.planning.smooth_algorithms, dpnotebooks.planning.sosp_algorithm  # noqa: F401 (registers them)
+    from dpnotebooks.planning.catalog import ALGORITHMS
+    import dpnotebooks.algorithms.smooth_algorithms, dpnotebooks.algorithms.sosp_algorithm  # noqa: F401 (registers them)
     g = GRIDS["quick"]; jobs = _suite_jobs(g, ["cupy"], ["float64"], list(ALGORITHMS))
     def alarm(*_): raise TimeoutError(f"over the {limit} s limit per job")
     old, rows = signal.signal(signal.SIGALRM, alarm), []

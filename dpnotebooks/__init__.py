@@ -44,15 +44,14 @@ The command line is `dpnb` (`dpnb --help`). The documentation is the notebooks, 
 from .core.backend import set_backend, get_backend, use_backend, available_backends
 from .problems.base import Dataset, Problem, get_problem, list_problems, load_file, with_data
 from .privacy.ledger import Ledger, Result, BudgetExceededError
-from .engine.registry import Plan, InsufficientDataError, list_algorithms
+from .engine.registry import Plan, InsufficientDataError
+from .planning.catalog import list_algorithms
 from .engine.faults import RunStopped
 from .planning.minimize import minimize, plan_run as plan, planned_ledger
 from .problems.losses import from_jax, from_torch, FrameworkLoss
 from .problems.data import code_labels, train_test_split, public_scaler, fit_private_scaler
 from .planning.tuning import tune, plan_tuning, TuneResult
 import dpnotebooks.problems.lower_bounds  # registers the problem 'abggmu-lower-bound' (it imports problems, so problems cannot import it)
-import dpnotebooks.algorithms.ganesh_sosp  # registers ganesh-sosp, LT's baseline (nbs/algorithms/21b_ganesh_sosp)
-import dpnotebooks.algorithms.sosp_erm  # registers lt-sosp-erm, LT App. C's ERM variant (nbs/algorithms/21a_sosp_erm)  # noqa: F401
 
 _all_ = ["set_backend", "get_backend", "use_backend", "available_backends", "Dataset", "Problem", "get_problem", "list_problems",
          "load_file", "with_data", "Ledger", "Result", "BudgetExceededError", "Plan", "InsufficientDataError", "list_algorithms",

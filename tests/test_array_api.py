@@ -6,7 +6,7 @@ import json, warnings
 import numpy as np
 import pytest
 from dpnotebooks.core import backend as B
-from dpnotebooks.interface.cli import run_algorithm
+from dpnotebooks.planning.request import run_algorithm
 from test_checkpoint import RUNS, SEED, _reference
 
 _WHY = {"array-api-strict": "array-api-strict is not installed (the [dev] extra)", "torch": "torch is not installed (the [torch] extra)"}

@@ -17,7 +17,7 @@ def audit(mechanism, trials, seed, *extra):
     return res, (float(m.group(1)), float(m.group(2))) if m else (None, None)
 
 def test_every_private_algorithm_has_a_registered_audit():
-    from dpnotebooks.planning.minimize import ALGORITHMS as REGISTRY
+    from dpnotebooks.planning.catalog import ALGORITHMS as REGISTRY
     res = dpnb_here("list")
     listed = res.stdout.split("audits (dpnb audit --mechanism NAME):")[1]
     private = sorted(name for name, alg in REGISTRY.items() if alg.private)

@@ -101,9 +101,9 @@ def test_a_loss_that_turns_nan_mid_run_is_zeroed_and_the_run_completes(algorithm
 
 def test_dpnb_reports_a_fault_mid_run(tmp_path, capsys, monkeypatch):
     "Through the CLI the same fault is a one-line error and exit status 2, not a traceback."
-    import dpnotebooks.interface.cli as cli
-    real = cli.get_problem
-    monkeypatch.setattr(cli, "get_problem", lambda *a, **k: _Flaky(real(*a, **k).data, after=60, mode="raise"))
+    import dpnotebooks.planning.request as request    # where `dpnb run` builds its problem
+    real = request.get_problem
+    monkeypatch.setattr(request, "get_problem", lambda *a, **k: _Flaky(real(*a, **k).data, after=60, mode="raise"))
     assert main(["run", "klt-single-pass", "--n", "20000", "--d", "4", "--epsilon", "1", "--delta", "1e-6", "--alpha", "0.1", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "the run stopped at step" in err and "Privacy spent" in err
@@ -127,7 +127,7 @@ def test_own_loop_algorithms_stop_on_a_fault_with_what_they_spent(algorithm, mod
     from dpnotebooks.planning.minimize import minimize
     from dpnotebooks.engine.faults import RunStopped
     from dpnotebooks.problems.base import get_problem
-    import dpnotebooks.planning.smooth_algorithms  # noqa: F401 (registers them)
+    import dpnotebooks.algorithms.smooth_algorithms  # noqa: F401 (registers them)
     p = get_problem("logistic", n=20000, d=4, seed=0)
     with pytest.raises(RunStopped) as info:
         minimize(_FlakyGrad(p.data, mode), algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0)
@@ -141,7 +141,7 @@ def test_own_loop_algorithms_zero_a_nan_gradient_and_finish(algorithm):
     import numpy as np
     from dpnotebooks.planning.minimize import minimize, plan_run, planned_ledger
     from dpnotebooks.problems.base import get_problem
-    import dpnotebooks.planning.smooth_algorithms  # noqa: F401 (registers them)
+    import dpnotebooks.algorithms.smooth_algorithms  # noqa: F401 (registers them)
     p = get_problem("logistic", n=20000, d=4, seed=0)
     r = minimize(_FlakyGrad(p.data, "nan"), algorithm, epsilon=1.0, delta=1e-6, alpha=0.1, seed=0, diagnostics="nonprivate")
     assert np.all(np.isfinite(r.x)) and r.nonprivate["nonfinite_zeroed"] > 0 and r.ledger == planned_ledger(p, plan_run(p, algorithm, 1.0, 1e-6, 0.1))

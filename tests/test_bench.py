@@ -3,7 +3,7 @@ import json
 from pathlib import Path
 import pytest
 from dpnotebooks.interface.cli import main
-from dpnotebooks.planning.minimize import ALGORITHMS
+from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.core import backend as B
 
 @pytest.mark.slow

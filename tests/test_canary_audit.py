@@ -5,6 +5,7 @@ import json, warnings
 import numpy as np
 import pytest
 import dpnotebooks.interface.cli as cli
+import dpnotebooks.planning.request as request
 import dpnotebooks.privacy.clipping as clipping
 import dpnotebooks.problems.base as problems
 import importlib
@@ -47,13 +48,13 @@ def test_every_field_of_the_dpnb_run_json_stays_below_the_claim(algorithm, canar
     assert any(k.startswith("evaluation.") for k in audit.bounds) and not any(k.startswith("nonprivate") for k in audit.bounds)
 
 def test_the_audited_record_is_what_dpnb_run_writes(tmp_path, capsys):
-    "The CLI audit calls `run_algorithm` in-process; `dpnb run --out` writes the same record (timing aside)."
+    "The CLI audit calls `run_algorithm` (`planning.request`) in-process; `dpnb run --out` writes the same record (timing aside)."
     p = _logistic(); np.savez(tmp_path / "d.npz", X=np.asarray(p.data.A), y=np.asarray(p.data.y))
     args = dict(epsilon=EPS, delta=DELTA, data=str(tmp_path / "d.npz"), seed=3)
     assert cli.main(["run", "dp-sgd", "--problem", "logistic", "--data", args["data"], "--epsilon", "1", "--delta", "1e-5", "--seed", "3",
                      "--quiet", "--out", str(tmp_path / "r.json")]) == 0
     written = json.loads((tmp_path / "r.json").read_text())
-    direct = json.loads(json.dumps(cli.run_algorithm("dp-sgd", "logistic", **args)))
+    direct = json.loads(json.dumps(request.run_algorithm("dp-sgd", "logistic", **args)))
     for r in (written, direct): r.pop("seconds")
     assert written == direct
 
@@ -81,12 +82,12 @@ def test_catches_a_clipping_warning_raised_without_being_asked(monkeypatch):
 
 @pytest.mark.slow
 def test_catches_a_loss_on_the_private_data_in_the_json(monkeypatch):
-    original = cli._record
-    def leaky(algorithm, problem, data, p, held, what, res, nonprivate_diagnostics):
-        r = original(algorithm, problem, data, p, held, what, res, nonprivate_diagnostics)
+    original = request._record
+    def leaky(req, data, p, held, what, res):
+        r = original(req, data, p, held, what, res)
         r["loss_x0"] = float(np.asarray(p.loss(np.asarray(p.x0)[None]))[0])         # the old top-level field: n·Δ is the record's loss
         return r
-    monkeypatch.setattr(cli, "_record", leaky)
+    monkeypatch.setattr(request, "_record", leaky)
     audit = _dpsgd_audit("duplicate", cli_runner("dp-sgd", "robust-regression", EPS, DELTA), problem=get_problem("robust-regression", n=200, d=2, seed=0))
     assert audit.violated and audit.worst[0] == "loss_x0", audit
 

@@ -4,8 +4,10 @@ checkpoint refuses another run's data or parameters, and a corrupted or truncate
 import functools, json, os, signal, subprocess, sys, time, warnings
 import numpy as np
 import pytest
-from dpnotebooks.interface.cli import main, run_algorithm
-from dpnotebooks.planning.minimize import minimize, ALGORITHMS
+from dpnotebooks.interface.cli import main
+from dpnotebooks.planning.request import run_algorithm
+from dpnotebooks.planning.minimize import minimize
+from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.problems.base import get_problem
 from dpnotebooks.engine.checkpoint import CheckpointError, read_checkpoint
 from dpnotebooks.engine.faults import RunStopped

@@ -3,8 +3,10 @@ problem class declares) from public quantities only; α = 0 through `minimize`; 
 import math, warnings
 import numpy as np
 import pytest
-from dpnotebooks.planning.minimize import minimize, plan_run, dpsgd_recipe, dpsgd_step_size, ALGORITHMS
-from dpnotebooks.engine.registry import algorithm_knobs
+from dpnotebooks.planning.minimize import minimize, plan_run
+from dpnotebooks.algorithms.dpsgd import dpsgd_recipe, dpsgd_step_size
+from dpnotebooks.planning.catalog import ALGORITHMS
+from dpnotebooks.planning.catalog import algorithm_knobs
 from dpnotebooks.problems.base import get_problem
 
 @pytest.fixture(scope="module")

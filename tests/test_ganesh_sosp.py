@@ -5,11 +5,12 @@ import json, math, warnings
 import numpy as np
 import pytest
 from dpnotebooks.core import backend as B
-from dpnotebooks.planning.minimize import minimize, plan_run, planned_ledger, ALGORITHMS
+from dpnotebooks.planning.minimize import minimize, plan_run, planned_ledger
+from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.engine.registry import InsufficientDataError
 from dpnotebooks.problems.base import Saddle, Dataset, with_data, get_problem
-from dpnotebooks.audits.audit import AUDITS
-from dpnotebooks.interface.cli import run_algorithm
+from dpnotebooks.interface.cli import AUDITS
+from dpnotebooks.planning.request import run_algorithm
 from dpnotebooks.algorithms.ganesh_sosp import ganesh_claimed_rate, direct_fix_curvature, ganesh_parameters, ganesh_releases
 from dpnotebooks.audits.audit_ganesh_sosp import run_ganesh_audit
 

@@ -8,8 +8,8 @@ noise draw, or a ledger's σ changed by one part in a million fails."""
 import functools, json, math, warnings
 from pathlib import Path
 import pytest
-from dpnotebooks.planning.minimize import ALGORITHMS
-from dpnotebooks.interface.cli import run_algorithm
+from dpnotebooks.planning.catalog import ALGORITHMS
+from dpnotebooks.planning.request import run_algorithm
 from test_checkpoint import RUNS, SEED, _reference
 from golden.record import fingerprint, differences
 

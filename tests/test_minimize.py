@@ -4,7 +4,9 @@ import math
 import numpy as np
 import pytest
 from conftest import untouchable
-from dpnotebooks.planning.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
+from dpnotebooks.planning.minimize import minimize, plan_run
+from dpnotebooks.engine.registry import InsufficientDataError
+from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.privacy.ledger import BudgetExceededError
 from dpnotebooks.problems.base import get_problem, Dataset
 from dpnotebooks.problems.stationarity import goldstein_norm
@@ -24,7 +26,7 @@ def problems():
     return {n: get_problem("robust-regression", n=n, d=4, seed=0) for n in {n for n, _ in SETUPS.values()}}
 
 def test_every_private_algorithm_is_covered():
-    # the Goldstein algorithms; the gradient-norm ones (ABGGMU, 32_smooth_algorithms) are in tests/test_smooth_algorithms.py
+    # the Goldstein algorithms; the gradient-norm ones (ABGGMU, 23_smooth_algorithms) are in tests/test_smooth_algorithms.py
     # dp-sgd reports the gradient norm (plain DP-SGD, alpha = 0 by default) but plans a reference Goldstein target when alpha > 0
     private = {name for name, a in ALGORITHMS.items() if a.private and a.stationarity == "goldstein"} | {"dp-sgd"}
     assert private == set(SETUPS), private ^ set(SETUPS)
@@ -111,7 +113,8 @@ def test_explicit_noise_overrides_are_kept_and_checked(guarded):
 def test_an_algorithm_without_its_own_budget_check_is_still_refused_before_reading(guarded):
     "Issue 19: the budget is checked in one place. A toy algorithm whose `run` reads the data at once and checks nothing is refused by `minimize` when its planned ledger overspends; within budget it runs."
     from typing import NamedTuple
-    from dpnotebooks.engine.registry import Algorithm, RunOutput, register, Plan
+    from dpnotebooks.engine.registry import AlgorithmSpec, RunOutput, Plan
+    from dpnotebooks.planning.catalog import register
     from dpnotebooks.privacy.ledger import Ledger, Release
     class MeanParams(NamedTuple):
         C: float; sigma: float
@@ -125,7 +128,7 @@ def test_an_algorithm_without_its_own_budget_check_is_still_refused_before_readi
         reads.append(len(problem.data)); A = np.asarray(problem.data[np.arange(len(problem.data))].A)
         A = A * np.minimum(1.0, plan.params.C / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-300))   # rows clipped to C
         return RunOutput(A.mean(0) + plan.params.sigma * np.asarray(rng.normal(problem.dim)), len(A), 1, {}, dict(plan=plan))
-    register(Algorithm("toy-gaussian-mean", "a test algorithm with no budget check of its own", recipe, planned, run, params=MeanParams))
+    register(AlgorithmSpec("toy-gaussian-mean", "a test algorithm with no budget check of its own", recipe, planned, run, params=MeanParams))
     try:
         with pytest.raises(BudgetExceededError, match="Nothing was run"):
             minimize(guarded, "toy-gaussian-mean", epsilon=1.0, delta=DELTA, seed=0, sigma=1e-4)

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 from dpnotebooks.core.backend import make_rng
 from dpnotebooks.privacy.clipping import clip_rows
 from dpnotebooks.privacy.ledger import Ledger, Release
-from dpnotebooks.planning.minimize import ALGORITHMS
+from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.privacy.accounting import calibrate_gaussian, calibrate_tree, tree_levels
 from dpnotebooks.problems.base import get_problem
 from dpnotebooks.core.smoothing import zo_two_point
@@ -130,7 +130,8 @@ def _theorem_constraints(name, plan):
 @pytest.mark.parametrize("name", sorted(PLANNED))
 def test_recipes_fit_their_budget_their_data_and_their_theorem(name, n, d, eps, log_delta, data):
     "Whatever the inputs, a plan spends at most ε (priced by `planned_ledger`, as `minimize` prices it), reads at most n distinct samples if single-pass, and meets its theorem's constraints."
-    from dpnotebooks.planning.minimize import InsufficientDataError, plan_run, planned_ledger
+    from dpnotebooks.planning.minimize import plan_run, planned_ledger
+    from dpnotebooks.engine.registry import InsufficientDataError
     prob, consts = PLANNED[name]
     alg, delta = ALGORITHMS[name], 10.0 ** log_delta
     alpha = data.draw(st.floats(0.01, 0.5)) if alg.stationarity == "goldstein" else None

@@ -1,7 +1,8 @@
 """The rate table (`dpnotebooks.planning.rates`): implemented rows are their recipes' boundaries, prior-work rows are the notes' formulas."""
 import math
 import pytest
-from dpnotebooks.planning.minimize import ALGORITHMS, InsufficientDataError
+from dpnotebooks.planning.catalog import ALGORITHMS
+from dpnotebooks.engine.registry import InsufficientDataError
 from dpnotebooks.planning.rates import DECISIONS, rate_table, rate_markdown, recipe_samples, recommend, required_n_grid
 
 _KW = {"klt-multi-pass": dict(max_steps=None), "abggmu-glm": dict(rank=3)}

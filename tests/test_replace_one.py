@@ -5,7 +5,8 @@ import json, subprocess, sys, warnings
 import pytest
 from dp_accounting import (GaussianDpEvent, NeighboringRelation, PoissonSampledDpEvent, SelfComposedDpEvent)
 from dp_accounting.pld import PLDAccountant
-from dpnotebooks.planning.minimize import ALGORITHMS, plan_run, planned_ledger
+from dpnotebooks.planning.catalog import ALGORITHMS
+from dpnotebooks.planning.minimize import plan_run, planned_ledger
 from dpnotebooks.problems.base import get_problem
 
 DELTA = 1e-6

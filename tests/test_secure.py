@@ -4,7 +4,8 @@ import json, os
 import numpy as np
 import pytest
 import dpnotebooks.core.backend as backend
-from dpnotebooks.interface.cli import main, run_algorithm
+from dpnotebooks.interface.cli import main
+from dpnotebooks.planning.request import run_algorithm
 from dpnotebooks.planning.minimize import minimize
 from dpnotebooks.problems.base import get_problem
 

@@ -1,9 +1,11 @@
-"""End to end through `minimize` for the gradient-norm algorithms (nbs/planning/32_smooth_algorithms): each spends at most its
+"""End to end through `minimize` for the gradient-norm algorithms (nbs/algorithms/23_smooth_algorithms): each spends at most its
 budget, lowers the full-batch gradient norm and the loss, uses the data as its privacy argument says, and refuses before reading."""
 import numpy as np
 import pytest
 from conftest import untouchable
-from dpnotebooks.planning.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
+from dpnotebooks.planning.minimize import minimize, plan_run
+from dpnotebooks.engine.registry import InsufficientDataError
+from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.engine.registry import scale_noise
 from dpnotebooks.privacy.ledger import BudgetExceededError
 from dpnotebooks.problems.base import get_problem

@@ -1,4 +1,4 @@
-"""lt-sosp (Liu & Talwar 2025, nbs/algorithms/21_sosp and nbs/planning/33_sosp_algorithm): the `dpnb run` contract with its second-order block,
+"""lt-sosp (Liu & Talwar 2025, nbs/algorithms/21_sosp and nbs/algorithms/21c_sosp_algorithm): the `dpnb run` contract with its second-order block,
 second-order stationarity on the strict-saddle problem, the privacy invariants read off the transcript, refusals before any
 data is read, reproducibility and single-pass data use."""
 import json, math
@@ -7,7 +7,9 @@ import pytest
 from conftest import untouchable
 from dpnotebooks.core.backend import asarray, to_numpy
 from dpnotebooks.privacy.ledger import BudgetExceededError, check_budget
-from dpnotebooks.planning.minimize import minimize, plan_run, ALGORITHMS, InsufficientDataError
+from dpnotebooks.planning.minimize import minimize, plan_run
+from dpnotebooks.engine.registry import InsufficientDataError
+from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.problems.base import get_problem
 from dpnotebooks.problems.stationarity import grad_norm, hessian_min_eig
 from dpnotebooks.core.streams import DataStream, SampleReuseError

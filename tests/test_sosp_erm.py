@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 from conftest import untouchable
 from dpnotebooks.core import backend as B
-from dpnotebooks.interface.cli import run_algorithm
-from dpnotebooks.planning.minimize import minimize, plan_run, planned_ledger, ALGORITHMS, InsufficientDataError
+from dpnotebooks.planning.request import run_algorithm
+from dpnotebooks.planning.minimize import minimize, plan_run, planned_ledger
+from dpnotebooks.engine.registry import InsufficientDataError
+from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.problems.base import get_problem, Saddle
 from dpnotebooks.algorithms.sosp import sosp_parameters, lt_sosp
 from dpnotebooks.core.streams import DataStream

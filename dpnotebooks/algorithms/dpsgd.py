@@ -18,10 +18,15 @@ from ..problems.base import Dataset, Problem, check_points
 from .o2nc import clip_ball
 from ..engine.checkpoint import Checkpointer
 from ..engine.runloop import run_loop
+from ..engine.registry import Plan, AlgorithmSpec, RunOutput, Counts, n_for_rate, check_theorem_inputs, make_plan, ORACLE_STREAM
+from ..privacy.accounting import DEFAULT_ACCOUNTANT
+from ..privacy.ledger import calibrate_ledger
+from .o2nc_algorithms import klt_single_pass_rate
 from functools import partial
 
 # %% auto #0
-__all__ = ['DPSGD_STREAM', 'clipped_grad_sum', 'MLP', 'ball_marginal', 'dpsgd_releases', 'DPSGDOutput', 'DPSGDState', 'dp_sgd']
+__all__ = ['DPSGD_STREAM', 'DPSGD_EPOCHS', 'DPSGD_BATCH_C', 'DPSGD_STEP_C', 'DP_SGD', 'clipped_grad_sum', 'MLP', 'ball_marginal',
+           'dpsgd_releases', 'DPSGDOutput', 'DPSGDState', 'dp_sgd', 'DPSGDParams', 'dpsgd_step_size', 'dpsgd_recipe']
 
 # %% ../../nbs/algorithms/13_dpsgd.ipynb #38fb7fa4
 DPSGD_STREAM = 0x7367  # first key ('sg') of DP-SGD's batch, perturbation and noise streams
@@ -288,3 +293,80 @@ def _dpsgd_step(s:DPSGDState, t:int, problem, data, batch_size, lr, clip, sigma,
     if radius is not None: x = clip_ball(x, radius)
     s.norms[t - 1] = vnorm(g)
     return s._replace(x=x, x_sum=s.x_sum + x if t > tail else s.x_sum, counter=s.counter.add(c))
+
+# %% ../../nbs/algorithms/13_dpsgd.ipynb #c97bd1b5
+class DPSGDParams(NamedTuple):
+    "The parameters of DP-SGD (Abadi et al. 2016, Alg. 1) on F_α."
+    T: int                  # steps
+    batch: int              # batch (lot) size; the expected size under Poisson sampling
+    eta: float              # learning rate
+    C: float                # per-sample gradient clip norm
+    sigma: float            # noise std on the released batch mean (shuffle) or batch sum (poisson)
+    sampling: str = "poisson"  # 'poisson' (amplified by the sampling) or 'shuffle' (disjoint batches per epoch, no amplification)
+    NOISE = ("sigma",); FREE = ("eta",)
+
+# %% ../../nbs/algorithms/13_dpsgd.ipynb #1afec4f6
+DPSGD_EPOCHS, DPSGD_BATCH_C, DPSGD_STEP_C = 30, 3.0, 2.0   # the default rule: 30 epochs, B ≈ 3√n, steps of length ≈ 2Φ/L
+
+def dpsgd_step_size(d:int, batch:int, L:float, Phi:float, sigma:float, sampling:str, C:float|None=None) -> float:
+    "η = c·Φ/(L·G), G = √(C² + d·σ̄²) the expected norm of a released gradient (σ̄: noise std per coordinate on the mean; clip C, default L)."
+    C = L if C is None else C
+    noise = sigma / batch if sampling == "poisson" else sigma
+    return DPSGD_STEP_C * Phi / (L * math.sqrt(C * C + d * noise * noise))
+
+# %% ../../nbs/algorithms/13_dpsgd.ipynb #b8c8f6e0
+def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta:float|None=None, L:float=1.0, Phi:float=1.0,
+                 accountant:str=DEFAULT_ACCOUNTANT,
+                 batch_size:int|None=None, # default min(n, max(16, round(3√n)))
+                 epochs:int=DPSGD_EPOCHS, # passes over the data: T = epochs·⌊n/B⌋ steps
+                 lr:float|None=None, # default 2Φ/(L·G), G = √(C² + d·σ̄²) the expected norm of a released gradient
+                 sampling:str="poisson", # 'poisson' (amplified) or 'shuffle' (disjoint batches per epoch, no amplification)
+                 C:float|None=None, # per-sample clip norm (default: the problem's declared `dpsgd_clip`, else L); noise ∝ C, default step ∝ 1/C
+                ) -> Plan:
+    "Parameters of DP-SGD (Abadi et al. 2016) with defaults from public quantities only; on F_α when α > 0 (0: plain DP-SGD)."
+    check_theorem_inputs(n, d, epsilon, delta, alpha, L, Phi, alpha_zero=True)
+    if alpha == 0 and beta is not None: raise ValueError("A Goldstein target `beta` needs a radius alpha > 0; plain DP-SGD (alpha = 0) has none. Drop beta or give alpha.")
+    b = int(min(n, batch_size or max(16, round(DPSGD_BATCH_C * math.sqrt(n)))))
+    steps = max(1, epochs * (n // b))
+    C = float(L if C is None else check_positive("C", C))
+    sigma = calibrate_ledger(dpsgd_releases(n, steps, b, C, 1.0, sampling), epsilon, delta, accountant)
+    eta = float(lr or dpsgd_step_size(d, b, L, Phi, sigma, sampling, C))
+    params = DPSGDParams(T=steps, batch=b, eta=eta, C=C, sigma=sigma, sampling=sampling)
+    derived = dict(epochs=epochs, lr_rule=lr is None)
+    if alpha == 0:
+        return make_plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, epsilon, delta, 0.0, math.nan, L, Phi, params,
+                     rate=math.nan, accountant=accountant, errata=("per-sample clipping to C (default L); sigma from the accountant",),
+                     derivation=dict(derived, goldstein="not applicable: alpha = 0 (plain DP-SGD, no Goldstein target)"))
+    rate = lambda k: klt_single_pass_rate(k, d, epsilon, alpha, L, Phi)
+    target = float(beta) if beta else rate(n)
+    return make_plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, epsilon, delta, alpha, target, L, Phi, params,
+                 rate=rate(n), n_required=n_for_rate(rate, target), beta_chosen=beta is None, accountant=accountant,
+                 errata=("per-sample clipping to C (default L); sigma from the accountant",), derivation=dict(derived, goldstein="reference only: KLT Thm. 3.1's rate"))
+
+# %% ../../nbs/algorithms/13_dpsgd.ipynb #705dfb91
+def _dpsgd_ledger_at(plan, step:int) -> Ledger:
+    "The releases of the first `step` DP-SGD steps: the epochs begun so far (shuffle) or `step` subsampled Gaussians (Poisson)."
+    p = plan.params
+    return dpsgd_releases(plan.n, step, p.batch, p.C, p.sigma, p.sampling) if step >= 1 else Ledger()
+
+def _run_dpsgd(problem, plan, rng, x0, progress, ck) -> RunOutput:
+    "Runner of `dp-sgd`: Abadi et al.'s loop on a `MultiPassView` (the budget was checked by `minimize`)."
+    view, p = MultiPassView(problem.data), plan.params
+    out = dp_sgd(problem, view, p.T, p.batch, p.eta, p.C, p.sigma, alpha=plan.alpha, sampling=p.sampling,
+                 x0=x0, rng=rng.child(ORACLE_STREAM), progress=progress, checkpoint=ck)
+    trace = dict(algorithm="dp-sgd", plan=plan, x_last=out.x_last, g_norms=out.grad_norms)
+    return RunOutput(out.x_out, int((view.uses > 0).sum()), view.max_uses, out.clip.diagnostics(), trace)
+
+# %% ../../nbs/algorithms/13_dpsgd.ipynb #ea8be0a2
+def _dpsgd_work(plan) -> Counts:
+    "DP-SGD's work: one clipped gradient per sample of each batch; n uniforms per step (Poisson) or per epoch (shuffling)."
+    p, d, n = plan.params, plan.d, plan.n
+    sampling = n * p.T if p.sampling == "poisson" else n * -(-p.T * p.batch // n)
+    return Counts(p.T, grads=p.T * p.batch, draws=p.T * p.batch * (d + 1) * (plan.alpha > 0) + p.T * d + sampling,
+                  floats=p.batch * d, bound="expected" if p.sampling == "poisson" else "exact")
+
+# %% ../../nbs/algorithms/13_dpsgd.ipynb #02fc9846
+DP_SGD = AlgorithmSpec("dp-sgd", "DP-SGD: per-sample clipped gradients, Gaussian noise; plain (alpha = 0, the default) or on F_alpha at x + y, y ~ U(B_alpha)", dpsgd_recipe,
+                       planned=lambda problem, plan: _dpsgd_ledger_at(plan, plan.params.T), run=lambda *a: _run_dpsgd(*a), access="multi-pass",
+                       ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step), params=DPSGDParams, stationarity="gradient", alpha_default=0.0,
+                       work=_dpsgd_work, knobs=("T",))

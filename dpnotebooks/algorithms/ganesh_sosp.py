@@ -20,13 +20,12 @@ from ..engine.checkpoint import Checkpointer
 from ..engine.runloop import run_loop, Stop
 from .spiderboost import clipped_mean_gradient, clipped_mean_difference
 from .sosp import escape_length, Anchor, SOSPOutput, select_output, lt_sosp_rate, check_sosp_inputs
-from ..engine.registry import Plan, InsufficientDataError, Algorithm, RunOutput, register, DATA_STREAM, ORACLE_STREAM
-from ..planning.cost import COUNTERS, Counts, CHUNK
+from ..engine.registry import Plan, InsufficientDataError, AlgorithmSpec, RunOutput, Counts, CHUNK, DATA_STREAM, ORACLE_STREAM
 
 # %% auto #0
-__all__ = ['GANESH_STREAM', 'GaneshParams', 'ganesh_parameters', 'ganesh_releases', 'GaneshState', 'ganesh_oracle', 'ganesh_sosp',
-           'coupling_error', 'ganesh_claimed_rate', 'tao_rate', 'direct_fix_curvature', 'ganesh_samples_estimate',
-           'ganesh_sosp_recipe']
+__all__ = ['GANESH_STREAM', 'GANESH_SOSP', 'GaneshParams', 'ganesh_parameters', 'ganesh_releases', 'GaneshState', 'ganesh_oracle',
+           'ganesh_sosp', 'coupling_error', 'ganesh_claimed_rate', 'tao_rate', 'direct_fix_curvature',
+           'ganesh_samples_estimate', 'ganesh_sosp_recipe']
 
 # %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000006
 class GaneshParams(NamedTuple):
@@ -231,7 +230,7 @@ def _params(d, epsilon, delta, G, M, rho, B, alpha, iota, c_gamma, c_T, c_kappa,
 
 def _alpha_for(n:int, make, a_max:float, iters:int=30) -> float:
     "Smallest α (to a factor 1e-4) whose `ganesh_samples_estimate(make(α))` is at most n; inf if none ≤ a_max."
-    from dpnotebooks.planning.sosp_algorithm import lt_sosp_alpha_for
+    from dpnotebooks.algorithms.sosp_algorithm import lt_sosp_alpha_for
     return lt_sosp_alpha_for(n, make, a_max, iters, samples=ganesh_samples_estimate)
 
 # %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000043
@@ -292,7 +291,7 @@ def ganesh_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
                        private:bool=True, # False: no noise (NOT private)
                       ) -> Plan:
     "Parameters of Ganesh et al.'s Stochastic SpiderBoost with perturbation escape (as LT describe it), calibrated explicitly."
-    from dpnotebooks.planning.sosp_algorithm import check_sosp_request as _check_request
+    from dpnotebooks.algorithms.sosp_algorithm import check_sosp_request as _check_request
     _check_request(n, epsilon, delta, L, Phi, M, rho, private)
     make = lambda a: _params(int(d), float(epsilon) if private else None, float(delta) if private else None, float(L), float(M),
                              float(rho), float(Phi), float(a), float(iota), float(c_gamma), float(c_T), float(c_kappa), int(q),
@@ -305,7 +304,7 @@ def ganesh_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
 # %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000048
 def _run_ganesh(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `ganesh-sosp`: the checks of lt-sosp's runner, then the algorithm on a single-pass `DataStream` (`minimize` checked the budget)."
-    from dpnotebooks.planning.sosp_algorithm import check_sosp_problem
+    from dpnotebooks.algorithms.sosp_algorithm import check_sosp_problem
     p = plan.params; check_sosp_problem(problem, plan)
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
     out = ganesh_sosp(problem, stream, p, rng=rng.child(ORACLE_STREAM), x0=x0, progress=progress, checkpoint=ck)
@@ -322,16 +321,13 @@ def _ganesh_ledger_at(problem, plan, step:int) -> Ledger:
     "The releases made by the end of `step`: none before step 1; afterwards one Gaussian per sample read (ε: the whole budget)."
     return ganesh_releases(plan.params) if step >= 1 else Ledger(())
 
-# %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000052
-register(
-    Algorithm("ganesh-sosp", "Ganesh et al. 2023 (as LT describe it): Gaussian-noise Spider, drift refresh, perturbation escape; LT's baseline",
-              ganesh_sosp_recipe, access="single-pass", run=lambda *a: _run_ganesh(*a), params=GaneshParams, stationarity="sosp",
-              planned=lambda problem, plan: ganesh_releases(plan.params), ledger_at=_ganesh_ledger_at))
-
 # %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000054
 def _ganesh_counts(plan) -> Counts:
     "What a ganesh-sosp run computes, at most: two gradients per sample read (O2 reads both points), ≤ min(n, worst case) samples."
     p, d = plan.params, plan.d; S = min(plan.n, ganesh_samples_estimate(p))
     return Counts(p.T, grads=2 * S, draws=2 * p.T * d, floats=min(CHUNK, 2 * max(p.b1, p.b2) * d), bound="at most")
 
-COUNTERS["ganesh-sosp"] = _ganesh_counts
+# %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000052
+GANESH_SOSP = AlgorithmSpec("ganesh-sosp", "Ganesh et al. 2023 (as LT describe it): Gaussian-noise Spider, drift refresh, perturbation escape; LT's baseline",
+              ganesh_sosp_recipe, access="single-pass", run=lambda *a: _run_ganesh(*a), params=GaneshParams, stationarity="sosp",
+              planned=lambda problem, plan: ganesh_releases(plan.params), ledger_at=_ganesh_ledger_at, work=_ganesh_counts)

@@ -10,24 +10,21 @@ import math, warnings
 from functools import partial, lru_cache
 from typing import NamedTuple
 import numpy as np
-from ..core.backend import asarray, to_numpy, make_rng
-from ..problems.base import Saddle
+from ..core.backend import to_numpy, make_rng
 from ..core.validation import check_count, check_positive, check_delta
 from ..privacy.accounting import DEFAULT_ACCOUNTANT, gdp_mu, gdp_epsilon
 from ..privacy.ledger import Ledger
 from ..core.streams import DataStream
-from ..problems.base import saddle_base_grad
-from ..engine.registry import Plan, InsufficientDataError, Algorithm, RunOutput, register, DATA_STREAM, ORACLE_STREAM
+from ..engine.registry import Plan, InsufficientDataError, AlgorithmSpec, RunOutput, Counts, CHUNK, DATA_STREAM, ORACLE_STREAM
 from ..engine.runloop import run_loop, Stop
 from ..engine.checkpoint import Checkpointer
 from .sosp import SOSPParams, sosp_parameters, sosp_releases, sosp_samples_estimate
 from .sosp import lt_start, lt_step, lt_output   # LT Alg. 3's state, step and output, reused unchanged (21_sosp)
-from ..planning.sosp_algorithm import lt_sosp_alpha_for
-from ..planning.cost import COUNTERS, Counts, CHUNK
+from .sosp_algorithm import lt_sosp_alpha_for
 
 # %% auto #0
-__all__ = ['ReuseStream', 'ERMParams', 'erm_releases', 'erm_parameters', 'lt_sosp_erm', 'uniform_gaps', 'erm_rate',
-           'lt_sosp_erm_recipe', 'compare_with_lt_sosp', 'plot_erm_comparison']
+__all__ = ['LT_SOSP_ERM', 'ReuseStream', 'ERMParams', 'erm_releases', 'erm_parameters', 'lt_sosp_erm', 'uniform_gaps', 'erm_rate',
+           'lt_sosp_erm_recipe']
 
 # %% ../../nbs/algorithms/21a_sosp_erm.ipynb #21cf773a
 class ReuseStream:
@@ -243,50 +240,8 @@ def _erm_counts(plan) -> Counts:
     "What a run of `plan` computes, at most: Lemma 3.15's reads capped by K·n, a gradient and a Hessian per read."
     q, d = plan.params.sosp, plan.d; S = min(plan.params.passes * plan.n, erm_reads_estimate(plan.params))
     return Counts(q.T, grads=S, hessians=S, draws=2 * q.T * d, floats=min(CHUNK, 2 * q.b * d * d), bound="at most")
-COUNTERS["lt-sosp-erm"] = _erm_counts
 
 # %% ../../nbs/algorithms/21a_sosp_erm.ipynb #1924f5af
-register(Algorithm("lt-sosp-erm", "LT App. C route: LT Alg. 3 over K passes of D (ERM variant, note §2.8 [PROP]; composition over passes), then Thm C.1",
+LT_SOSP_ERM = AlgorithmSpec("lt-sosp-erm", "LT App. C route: LT Alg. 3 over K passes of D (ERM variant, note §2.8 [PROP]; composition over passes), then Thm C.1",
                    lt_sosp_erm_recipe, access="multi-pass", run=lambda *a: _run_lt_sosp_erm(*a), params=ERMParams, stationarity="sosp",
-                   planned=lambda problem, plan: erm_releases(plan.params)));
-
-# %% ../../nbs/algorithms/21a_sosp_erm.ipynb #40f9fb6b
-def _population_sosp(prob, x, alpha:float) -> tuple:
-    "(||∇F_P(x)||, λ_min(∇²F_P(x)), is an α-SOSP of F_P) on the saddle problem P1 (E z = 0: closed form; NOT private)."
-    X = asarray(np.asarray(to_numpy(x), dtype=float)[None])
-    g, lam = float(np.linalg.norm(to_numpy(saddle_base_grad(prob, X)))), float(to_numpy(prob.hessian_diag(X[0])).min())
-    return g, lam, bool(g <= alpha and lam >= -math.sqrt(prob.hessian_lipschitz * alpha))
-
-def compare_with_lt_sosp(ns=(30_000, 40_000, 55_000, 70_000), seeds=(0, 1, 2, 3), passes=(4, 8), alpha:float=0.5,
-                         epsilon:float=1.0, delta:float=1e-6, d:int=4) -> list:
-    "lt-sosp and lt-sosp-erm (each K in `passes`) at equal (ε, δ, α) on P1 drawn with seed 100 + s: one row per run, scored on F_P."
-    from dpnotebooks.planning.minimize import minimize
-    rows = []
-    for n in ns:
-        for s in seeds:
-            prob = Saddle(Saddle.synthetic(n, d, seed=100 + s))
-            for K in (1,) + tuple(passes):
-                alg, kw = ("lt-sosp", {}) if K == 1 else ("lt-sosp-erm", dict(passes=K))
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore"); r = minimize(prob, alg, epsilon=epsilon, delta=delta, alpha=alpha, seed=s, **kw)
-                g, lam, ok = _population_sosp(prob, r.x, alpha)
-                rows.append(dict(n=n, seed=s, algorithm=alg, passes=K, alpha=alpha, certified=bool(r.trace["certified"]), sosp=ok, grad=g, lambda_min=lam,
-                                 reads=int(r.trace.get("reads", r.samples_used)), max_uses=int(r.max_uses_per_sample), epsilon_spent=float(r.epsilon_spent)))
-    return rows
-
-# %% ../../nbs/algorithms/21a_sosp_erm.ipynb #7cd77d4c
-def plot_erm_comparison(rows:list, path=None):
-    "Three panels against n: certified fraction, population-SOSP fraction, median population ||∇F_P(out)|| (one line per K)."
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
-    for K in sorted({r["passes"] for r in rows}):
-        sub = [r for r in rows if r["passes"] == K]; ns = sorted({r["n"] for r in sub})
-        at = lambda key, f: [f([r[key] for r in sub if r["n"] == n]) for n in ns]
-        lab = "lt-sosp (one pass)" if K == 1 else f"lt-sosp-erm, K = {K}"
-        for ax, key, f in zip(axes, ("certified", "sosp", "grad"), (np.mean, np.mean, np.median)): ax.plot(ns, at(key, f), "o-", label=lab)
-    for ax, t in zip(axes, ("certified (a stuck anchor)", "α-SOSP of F_P (population, not private)", "median ||∇F_P(output)||")):
-        ax.set_title(t, fontsize=9); ax.set_xlabel("n"); ax.set_xscale("log")
-    axes[2].axhline(rows[0]["alpha"], ls=":", color="k", label="α"); axes[2].set_yscale("log"); axes[0].legend(fontsize=7)
-    fig.suptitle("saddle P1, d = 4, α = 0.5, ε = 1, δ = 1e-6: equal privacy, one pass vs K passes", fontsize=10); fig.tight_layout()
-    if path: fig.savefig(path)
-    return fig
+                   planned=lambda problem, plan: erm_releases(plan.params), work=_erm_counts)

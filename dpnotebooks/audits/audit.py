@@ -17,7 +17,8 @@ from ..problems.base import Dataset, Logistic
 from ..privacy.clipping import zo_two_point_clipped
 
 # %% auto #0
-__all__ = ['AUDITS', 'clopper_pearson', 'AuditResult', 'epsilon_lower_bound', 'audit_gaussian', 'audit_tree', 'audit_zo_oracle']
+__all__ = ['MECHANISM_AUDITS', 'clopper_pearson', 'AuditResult', 'epsilon_lower_bound', 'audit_gaussian', 'audit_tree',
+           'audit_zo_oracle']
 
 # %% ../../nbs/audits/40_audit.ipynb #f3888132
 def clopper_pearson(k:int, # successes
@@ -161,4 +162,4 @@ def audit_zo_oracle(epsilon:float, delta:float, trials:int=20000, d:int=2, batch
     return epsilon_lower_bound(out_Dp @ w, out_D @ w, delta, claim, confidence, mechanism=label)
 
 # %% ../../nbs/audits/40_audit.ipynb #e20b62a3
-AUDITS = {"gaussian": audit_gaussian, "tree": audit_tree, "zo-oracle": audit_zo_oracle}
+MECHANISM_AUDITS = {"gaussian": audit_gaussian, "tree": audit_tree, "zo-oracle": audit_zo_oracle}

@@ -14,8 +14,10 @@ from ..privacy.accounting import gaussian_event, epsilon_of
 from ..problems.base import Dataset, LinearModel
 from ..privacy.tree import TreeMechanism, nodes_containing
 from ..algorithms.o2nc import period_position
-from ..planning.minimize import plan_run, ALGORITHMS, Plan
-from .audit import AUDITS, AuditResult, epsilon_lower_bound
+from ..planning.minimize import plan_run
+from ..engine.registry import Plan
+from ..planning.catalog import ALGORITHMS
+from .audit import AuditResult, epsilon_lower_bound
 from ..algorithms.zo_oracles import KLT_NOISE
 from ..algorithms.ztc_oracle import ZTC_STREAM
 from ..algorithms.dpsgd import DPSGD_STREAM, dp_sgd, dpsgd_releases
@@ -313,7 +315,7 @@ def run_dpsgd_audit(epsilon:float, delta:float, # the target the recipe calibrat
 
 # %% ../../nbs/audits/41_audit_algorithms.ipynb #6e121030
 def registered_audit(name:str, run:Callable, summary:str, **fixed) -> Callable:
-    "The `AUDITS` entry `audit_<name>`: `run(epsilon, delta, trials, rng, confidence, **fixed).result`."
+    "The audit-table entry `audit_<name>`: `run(epsilon, delta, trials, rng, confidence, **fixed).result`."
     def audit(epsilon:float, delta:float, trials:int=200_000, rng=None, confidence:float=0.95, **kw) -> AuditResult:
         return run(epsilon, delta, trials, rng, confidence, **{**fixed, **kw}).result
     audit.__name__ = audit.__qualname__ = "audit_" + name.replace("-", "_")
@@ -331,4 +333,3 @@ audit_dp_sgd = registered_audit("dp-sgd", run_dpsgd_audit, "Audit DP-SGD end to 
 
 ALGORITHM_AUDITS = {"klt-single-pass": audit_klt_single_pass, "klt-multi-pass": audit_klt_multi_pass,
                     "klt-first-order": audit_klt_first_order, "ztc": audit_ztc, "ztc-naive": audit_ztc_naive, "dp-sgd": audit_dp_sgd}
-AUDITS.update(ALGORITHM_AUDITS)

@@ -11,7 +11,7 @@ import numpy as np
 from ..core.backend import to_numpy, make_rng
 from ..problems.base import Saddle
 from ..privacy.accounting import gaussian_event, epsilon_of
-from .audit import AUDITS, epsilon_lower_bound
+from .audit import epsilon_lower_bound
 from .audit_algorithms import registered_audit
 from .audit_smooth import SmoothAudit
 from .audit_sosp import sosp_canary_pair, summed_lr_scores
@@ -72,4 +72,3 @@ def run_ganesh_audit(epsilon:float, delta:float, # the target `ganesh_parameters
 audit_ganesh_sosp = registered_audit("ganesh-sosp", run_ganesh_audit, "Audit ganesh-sosp's O2 releases: a difference-batch canary after a step past the drift rule (the oracle's cap must hold).", release="o2")
 audit_ganesh_sosp_o1 = registered_audit("ganesh-sosp-o1", run_ganesh_audit, "Audit ganesh-sosp's O1 releases: a refresh-batch canary clipped to G.", release="o1")
 GANESH_AUDITS = {"ganesh-sosp": audit_ganesh_sosp, "ganesh-sosp-o1": audit_ganesh_sosp_o1}
-AUDITS.update(GANESH_AUDITS)

@@ -13,7 +13,7 @@ from ..core.backend import to_numpy, make_rng
 from ..problems.base import Dataset, LinearModel
 from ..privacy.accounting import calibrate_gaussian, gaussian_event, epsilon_of
 from ..core.streams import DataStream
-from .audit import AUDITS, AuditResult, epsilon_lower_bound
+from .audit import AuditResult, epsilon_lower_bound
 from .audit_algorithms import SignedAbs, audit_data, canary_pair, registered_audit
 from ..algorithms.spiderboost import (SpiderState, spider_estimate, spiderboost_releases, calibrate_spiderboost, spider_noise_ratio, poisson_indices,
                                      clipped_mean_gradient, clipped_mean_difference, tree_spider_releases, tree_samples_per_round)
@@ -258,4 +258,3 @@ audit_abggmu_glm = registered_audit("abggmu-glm", run_convex_audit, "Audit the J
 
 SMOOTH_AUDITS = {"abggmu-spider": audit_abggmu_spider, "abggmu-tree-spider": audit_abggmu_tree_spider,
                  "abggmu-convex": audit_abggmu_convex, "abggmu-glm": audit_abggmu_glm}
-AUDITS.update(SMOOTH_AUDITS)

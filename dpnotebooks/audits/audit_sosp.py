@@ -12,7 +12,7 @@ from ..core.backend import to_numpy, make_rng, vnorm
 from ..problems.base import Dataset, Saddle
 from ..privacy.accounting import gaussian_event, epsilon_of
 from ..privacy.tree import nodes_containing
-from .audit import AUDITS, epsilon_lower_bound
+from .audit import epsilon_lower_bound
 from .audit_algorithms import registered_audit
 from .audit_smooth import SmoothAudit, Trials
 from contextlib import contextmanager
@@ -119,4 +119,3 @@ def run_sosp_audit(epsilon:float, delta:float, # the target `sosp_parameters` ca
 audit_lt_sosp = registered_audit("lt-sosp", run_sosp_audit, "Audit lt-sosp's escape releases (LT Alg. 2/3): a Hessian-batch canary, Γτ releases on the worst path.", release="escape")
 audit_lt_sosp_tree = registered_audit("lt-sosp-tree", run_sosp_audit, "Audit lt-sosp's tree (LT Alg. 1/3): a difference leaf with the adaptive batch b_t.", release="tree")
 SOSP_AUDITS = {"lt-sosp": audit_lt_sosp, "lt-sosp-tree": audit_lt_sosp_tree}
-AUDITS.update(SOSP_AUDITS)

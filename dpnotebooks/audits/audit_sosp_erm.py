@@ -11,7 +11,7 @@ import numpy as np
 from ..core.backend import to_numpy
 from ..problems.base import Saddle
 from ..privacy.accounting import gaussian_event, epsilon_of
-from .audit import AUDITS, epsilon_lower_bound
+from .audit import epsilon_lower_bound
 from .audit_algorithms import registered_audit
 from .audit_smooth import SmoothAudit
 from .audit_sosp import run_sosp_audit
@@ -51,4 +51,3 @@ def run_sosp_erm_audit(epsilon:float, delta:float, # the target `erm_parameters`
 audit_lt_sosp_erm = registered_audit("lt-sosp-erm", run_sosp_erm_audit, "Audit lt-sosp-erm's escape releases: a Hessian-batch canary in each of K passes, KΓτ releases.", release="escape")
 audit_lt_sosp_erm_tree = registered_audit("lt-sosp-erm-tree", run_sosp_erm_audit, "Audit lt-sosp-erm's trees: a difference-leaf canary in each of K passes.", release="tree")
 SOSP_ERM_AUDITS = {"lt-sosp-erm": audit_lt_sosp_erm, "lt-sosp-erm-tree": audit_lt_sosp_erm_tree}
-AUDITS.update(SOSP_ERM_AUDITS)

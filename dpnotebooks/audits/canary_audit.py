@@ -158,7 +158,7 @@ def api_runner(algorithm:str, epsilon:float, delta:float, **kw) -> Callable:
 
 def cli_runner(algorithm:str, problem_name:str, epsilon:float, delta:float, test:str|None=None, **kw) -> Callable:
     "problem -> the JSON record `dpnb run ALGORITHM --data FILE [--test TEST]` writes; the data go to one file path for both datasets."
-    from dpnotebooks.interface.cli import run_algorithm
+    from dpnotebooks.planning.request import run_algorithm
     path = os.path.join(tempfile.mkdtemp(), "data.npz")
     def run(p):
         np.savez(path, X=to_numpy(p.data.A), y=to_numpy(p.data.y))

@@ -13,7 +13,8 @@ from scipy import stats
 from ..core.backend import to_numpy, make_rng
 from ..problems.base import Dataset
 from ..engine.registry import InsufficientDataError
-from ..planning.minimize import plan_run, ALGORITHMS
+from ..planning.minimize import plan_run
+from ..planning.catalog import ALGORITHMS
 from .audit_algorithms import AUDIT_SPECS, SignedAbs, audit_data, Canary, widen
 from ..algorithms.dpsgd import dp_sgd, dpsgd_releases
 from ..privacy.accounting import DEFAULT_ACCOUNTANT

@@ -8,12 +8,13 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/engine/registry.html.md"""
 from __future__ import annotations
 import math
 from typing import NamedTuple, Callable
-from ..core.validation import check_positive
+import numpy as np
+from ..core.validation import check_positive, check_delta
 
 # %% auto #0
-__all__ = ['DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ALGORITHMS', 'ACCESS', 'STATIONARITY', 'InsufficientDataError',
-           'Plan', 'is_record', 'scale_noise', 'record_dict', 'n_for_rate', 'choose_target', 'RunOutput', 'Algorithm',
-           'register', 'get_algorithm', 'list_algorithms', 'algorithm_knobs']
+__all__ = ['CHUNK', 'DATA_STREAM', 'ORACLE_STREAM', 'DRIVER_STREAM', 'ACCESS', 'STATIONARITY', 'InsufficientDataError', 'Plan',
+           'is_record', 'scale_noise', 'record_dict', 'n_for_rate', 'choose_target', 'check_theorem_inputs',
+           'make_plan', 'Counts', 'period_counts', 'RunOutput', 'AlgorithmSpec', 'check_spec']
 
 # %% ../../nbs/engine/08_registry.ipynb #a12035c3
 class InsufficientDataError(ValueError):
@@ -81,6 +82,37 @@ def choose_target(rate:Callable[[float], float], # n -> β̂(n), the recipe's ra
                                     f"beta = {rate(n):.4g}), a larger alpha, or a larger epsilon.")
     return float(beta), need, False
 
+# %% ../../nbs/engine/08_registry.ipynb #9974b0c3
+def check_theorem_inputs(n, d, epsilon, delta, alpha, L, Phi, private=True, alpha_zero=False):
+    "The theorems' inputs checked alike for every recipe: n ≥ 2, d ≥ 1, (ε, δ) when private, α, L, Φ > 0 and α ≤ Φ/L (α = 0 where allowed)."
+    if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"`n` must be an integer >= 2. Found {n!r}.")
+    if not (isinstance(d, (int, np.integer)) and d >= 1): raise ValueError(f"`d` must be a positive integer. Found {d!r}.")
+    if private: check_positive("epsilon", epsilon); check_delta(delta)
+    for name, v in (("alpha", alpha), ("L", L), ("Phi", Phi)):
+        if not (name == "alpha" and alpha_zero and v == 0): check_positive(name, v)   # α = 0: no smoothing (dp-sgd only)
+    if alpha > Phi / L:
+        raise ValueError(f"The theorems assume alpha <= Phi/L (here {Phi / L:g}). Found alpha = {alpha:g}: use a smaller alpha or check Phi and L.")
+
+# %% ../../nbs/engine/08_registry.ipynb #e8b599a0
+def make_plan(algorithm:str, theorem:str, n:int, d:int, epsilon, delta, alpha, beta, L, Phi, params, **rest) -> Plan:
+    "A `Plan` with the fields every recipe shares (ε, δ, α, L, Φ as floats, β as given), then the rest by name."
+    return Plan(algorithm=algorithm, theorem=theorem, n=n, d=d, epsilon=float(epsilon), delta=float(delta), alpha=float(alpha),
+                beta=beta, L=float(L), Phi=float(Phi), params=params, **rest)
+
+# %% ../../nbs/engine/08_registry.ipynb #eed23942
+class Counts(NamedTuple):
+    "The machine-free part of `Work`: what a run computes and draws, from its plan alone."
+    steps: int; values: int = 0; grads: int = 0; hessians: int = 0; draws: int = 0
+    floats: int = 0          # the largest working array, in floats
+    fast: bool = False       # on KLT Alg. 4's fast path: timed with `Units.value_fast` and `draw_fast`
+    bound: str = "exact"     # as in `Work`
+
+CHUNK = 2**22   # the first-order oracles' `chunk`: the largest array of query points, in floats (the ZO oracles': `default_chunk()`)
+
+def period_counts(T:int, period:int) -> tuple:
+    "(N1, N2): the period starts ⌈T/Σ⌉ and the increments T − N1 of T steps in periods of Σ."
+    N1 = -(-T // period); return N1, T - N1
+
 # %% ../../nbs/engine/08_registry.ipynb #420d9fe4
 DATA_STREAM, ORACLE_STREAM, DRIVER_STREAM = 0x6461, 0x6f72, 0x6472   # children of the run's root RNG ('da', 'or', 'dr')
 
@@ -93,8 +125,8 @@ class RunOutput(NamedTuple):
     trace: dict              # released (noisy) or public per-step quantities
 
 # %% ../../nbs/engine/08_registry.ipynb #233c9221
-class Algorithm(NamedTuple):
-    "A registered algorithm: its recipe, its price and its run, one shape for every algorithm."
+class AlgorithmSpec(NamedTuple):
+    "One algorithm, everything particular to it in one record: its recipe, its price, its run, its work and its knobs."
     name: str
     summary: str
     recipe: Callable                 # (n, d, epsilon, delta, alpha, beta, L, Phi, accountant=, **constants) -> Plan
@@ -108,53 +140,23 @@ class Algorithm(NamedTuple):
     build: Callable|None = None      # O2NC algorithms: (problem, plan, rng) -> (oracle, data access), for audits of the oracle
     alpha_default: float = 0.1       # default smoothing radius α as a multiple of Φ/L; 0: no smoothing by default, and α = 0 is allowed
     rederive: Callable|None = None   # plan -> plan: the FREE fields a recipe derives from others (KLT's η from G1 at m), redone after an override
+    work: Callable|None = None        # plan -> `Counts`: what a run computes and draws, from the plan alone (`35_cost`)
+    knobs: tuple = ()                # plan fields a time limit may shrink (accuracy for time; no sensitivity reads them)
+    noise_shape: Callable|None = None  # plan -> plan: the recipe's proportions between its NOISE fields, redone after an override
 
 # %% ../../nbs/engine/08_registry.ipynb #2e21fd8a
-ALGORITHMS: dict = {}
 ACCESS = ("single-pass", "multi-pass")
 STATIONARITY = ("goldstein", "gradient", "sosp")
 
-def register(alg:Algorithm) -> Algorithm:
-    "Add `alg` to the registry (replacing an entry of the same name) after checking its shape."
-    if not callable(alg.recipe) or not callable(alg.run): raise TypeError(f"{alg.name}: `recipe` and `run` must be callables.")
-    if alg.private and not callable(alg.planned):
-        raise TypeError(f"{alg.name} is private, so it must give `planned(problem, plan) -> Ledger`: minimize prices every plan before it runs.")
-    if alg.access not in ACCESS: raise ValueError(f"{alg.name}: `access` must be one of {ACCESS}. Found {alg.access!r}.")
-    if alg.stationarity not in STATIONARITY: raise ValueError(f"{alg.name}: `stationarity` must be one of {STATIONARITY}. Found {alg.stationarity!r}.")
-    if not (isinstance(alg.params, type) and hasattr(alg.params, "_fields") and hasattr(alg.params, "NOISE") and hasattr(alg.params, "FREE")):
-        raise TypeError(f"{alg.name}: `params` must be the NamedTuple type of its plans' records, with NOISE and FREE field tuples.")
-    ALGORITHMS[alg.name] = alg; return alg
-
-def get_algorithm(name:str) -> Algorithm:
-    "The registered algorithm `name`, or a ValueError that lists the registry."
-    if name not in ALGORITHMS: raise ValueError(f"Unknown algorithm {name!r}. Available: {', '.join(ALGORITHMS)}.")
-    return ALGORITHMS[name]
-
-def list_algorithms() -> list:
-    "(name, summary) of every registered algorithm."
-    return [(a.name, a.summary) for a in ALGORITHMS.values()]
-
-# %% ../../nbs/engine/08_registry.ipynb #7330ed64
-_THEOREM_INPUTS = ("n", "d", "epsilon", "delta", "alpha", "beta", "L", "Phi", "accountant", "private", "first_order", "return")
-
-def _record_comments(record:type) -> dict:
-    "Each field of a NamedTuple record with the `# comment` written after it in its source ('' where none)."
-    import inspect, re
-    try: lines = inspect.getsource(record).splitlines()
-    except (OSError, TypeError): return {}
-    hits = (re.match(r"\s+(\w+)\s*:[^#]*?(?:#\s*(.*))?$", l) for l in lines)
-    return {m.group(1): (m.group(2) or "").strip() for m in hits if m and m.group(1) in record._fields}
-
-def algorithm_knobs(name:str) -> dict:
-    "Every knob of algorithm `name`: its recipe's constants {name: (default, meaning)} and its record's fields {name: (role, meaning)}."
-    import inspect
-    from fastcore.docments import docments
-    alg = get_algorithm(name)
-    docs = docments(getattr(alg.recipe, "__wrapped__", alg.recipe), full=True)
-    skip = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
-    recipe = {k: (None if v["default"] is inspect.Parameter.empty else v["default"], v["docment"] or "")
-              for k, v in docs.items() if k not in _THEOREM_INPUTS and v.get("kind") not in skip}
-    rec, notes = alg.params, _record_comments(alg.params)
-    role = lambda f: "noise" if f in rec.NOISE else "free" if f in rec.FREE else "re-priced"
-    fields = {f: (role(f), notes.get(f, "")) for f in rec._fields}
-    return dict(algorithm=name, recipe=recipe, record=rec.__name__, fields=fields, locked=getattr(rec, "LOCKED", None))
+def check_spec(spec:AlgorithmSpec) -> AlgorithmSpec:
+    "`spec` after checking its shape (the catalog checks every spec it lists, and a user's own when it is added)."
+    if not callable(spec.recipe) or not callable(spec.run): raise TypeError(f"{spec.name}: `recipe` and `run` must be callables.")
+    if spec.private and not callable(spec.planned):
+        raise TypeError(f"{spec.name} is private, so it must give `planned(problem, plan) -> Ledger`: minimize prices every plan before it runs.")
+    if spec.access not in ACCESS: raise ValueError(f"{spec.name}: `access` must be one of {ACCESS}. Found {spec.access!r}.")
+    if spec.stationarity not in STATIONARITY: raise ValueError(f"{spec.name}: `stationarity` must be one of {STATIONARITY}. Found {spec.stationarity!r}.")
+    if not (isinstance(spec.params, type) and hasattr(spec.params, "_fields") and hasattr(spec.params, "NOISE") and hasattr(spec.params, "FREE")):
+        raise TypeError(f"{spec.name}: `params` must be the NamedTuple type of its plans' records, with NOISE and FREE field tuples.")
+    bad = [k for k in spec.knobs if k not in spec.params._fields or k in spec.params.NOISE]
+    if bad: raise ValueError(f"{spec.name}: `knobs` must be fields of {spec.params.__name__} outside NOISE. Found {bad}.")
+    return spec

@@ -133,7 +133,7 @@ _E2E_SIZE = {"klt-multi-pass": (2000, None), "lt-sosp": (400_000, 4), "lt-sosp-n
 
 def _e2e_setup(algorithm:str, n:int, d:int, epsilon:float, delta:float) -> tuple:
     "(problem, n, d, `minimize` keywords) of `algorithm`'s end-to-end run."
-    from dpnotebooks.planning.minimize import ALGORITHMS
+    from dpnotebooks.planning.catalog import ALGORITHMS
     from dpnotebooks.problems.base import get_problem
     sosp = "sosp" in algorithm                                  # every SOSP algorithm runs lt-sosp's saddle run
     nn, dd = _E2E_SIZE.get(algorithm, _E2E_SIZE["lt-sosp"] if sosp else (n, d))
@@ -159,8 +159,8 @@ def _time_and_peak(run) -> tuple:
 # %% ../../nbs/experiments/80_bench.ipynb #201edb78
 def bench_end_to_end(algorithm:str, n:int=20000, d:int=10, epsilon:float=1.0, delta:float=1e-5) -> dict:
     "One run for time and one for peak memory of `algorithm` on its benchmark problem: samples read per second and steps per second."
-    from dpnotebooks.planning.minimize import minimize, ALGORITHMS
-    import dpnotebooks.planning.smooth_algorithms, dpnotebooks.planning.sosp_algorithm  # noqa: F401 (registers them)
+    from dpnotebooks.planning.minimize import minimize
+    from dpnotebooks.planning.catalog import ALGORITHMS
     if algorithm not in ALGORITHMS: raise ValueError(f"Unknown algorithm {algorithm!r}. Available: {', '.join(ALGORITHMS)}.")
     p, nn, dd, kw = _e2e_setup(algorithm, n, d, epsilon, delta)
     res, sec, peak = _time_and_peak(lambda: minimize(p, algorithm, seed=0, **kw))
@@ -250,8 +250,7 @@ def run_suite(quick:bool=False, # the small CI grid
               progress:bool=True) -> dict:
     "Every benchmark of the grid on every backend: {'machine', 'grid', 'rows'}."
     from tqdm.auto import tqdm
-    from dpnotebooks.planning.minimize import ALGORITHMS
-    import dpnotebooks.planning.smooth_algorithms, dpnotebooks.planning.sosp_algorithm  # noqa: F401 (registers them)
+    from dpnotebooks.planning.catalog import ALGORITHMS
     g = GRIDS["quick" if quick else "full"]
     backends, algorithms, dtypes = _suite_checks(backends, algorithms, dtype, ALGORITHMS)
     jobs = _suite_jobs(g, backends, dtypes, algorithms)

@@ -10,7 +10,8 @@ import math
 import numpy as np
 from scipy.stats import t as t_dist
 from ..core.backend import to_numpy
-from ..planning.minimize import minimize, InsufficientDataError
+from ..planning.minimize import minimize
+from ..engine.registry import InsufficientDataError
 from ..problems.stationarity import goldstein_certificate
 from .sample_complexity import planted_robust_regression, experiment_executor, RunStore, finite_or_none, loglog_slope
 

@@ -13,7 +13,10 @@ import numpy as np
 from ..core.backend import get_xp, make_rng, asarray, to_numpy
 from ..problems.base import Dataset, RobustRegression, normalize_rows
 from ..problems.stationarity import goldstein_norm
-from ..planning.minimize import (minimize, InsufficientDataError, n_for_rate, klt_single_pass_rate, ztc_rate, naive_rate)
+from ..planning.minimize import minimize
+from ..engine.registry import InsufficientDataError
+from ..engine.registry import n_for_rate
+from ..algorithms.o2nc_algorithms import klt_single_pass_rate, ztc_rate, naive_rate
 
 # %% auto #0
 __all__ = ['PLANTED_STREAM', 'EVAL_SEED', 'THEORY', 'DEFAULT_OVERRIDES', 'planted_robust_regression', 'score_run', 'grid_point',
@@ -237,7 +240,7 @@ def finite_or_none(v): return None if v is None or not math.isfinite(v) else flo
 
 # %% ../../nbs/experiments/60_sample_complexity.ipynb #29656257
 def _check_experiment(ds, epsilons, algorithms, alpha, beta, seeds):
-    from dpnotebooks.planning.minimize import ALGORITHMS
+    from dpnotebooks.planning.catalog import ALGORITHMS
     unknown = [a for a in algorithms if a not in ALGORITHMS]
     if unknown: raise ValueError(f"Unknown algorithm(s) {unknown}. Available: {', '.join(ALGORITHMS)}.")
     if not ds or any(int(d) != d or d < 1 for d in ds): raise ValueError(f"`ds` must be positive integers. Found {list(ds)}.")

@@ -13,7 +13,7 @@ from ..problems.base import Saddle, saddle_base, saddle_base_grad
 from ..core.streams import DataStream
 from ..planning.minimize import minimize
 from ..algorithms.sosp import sosp_parameters, lt_sosp, plot_escape
-from ..algorithms.ganesh_sosp import direct_fix_curvature   # importing it registers ganesh-sosp
+from ..algorithms.ganesh_sosp import direct_fix_curvature
 from .sample_complexity import RunStore, experiment_executor
 
 # %% auto #0

@@ -11,8 +11,9 @@ import numpy as np
 from ..core.backend import make_rng, asarray, to_numpy
 from ..problems.base import Dataset
 from ..algorithms.spiderboost import GemanMcClure
-from ..planning.minimize import minimize, InsufficientDataError
-from ..planning.smooth_algorithms import spider_rate, tree_spider_rate
+from ..planning.minimize import minimize
+from ..engine.registry import InsufficientDataError
+from ..algorithms.smooth_algorithms import spider_rate, tree_spider_rate
 from .sample_complexity import experiment_executor, RunStore, finite_or_none, loglog_slope
 
 # %% auto #0

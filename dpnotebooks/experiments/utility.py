@@ -12,7 +12,8 @@ import numpy as np
 from ..core.backend import to_numpy
 from ..problems.base import Dataset, Logistic, BREAST_CANCER_MEAN, BREAST_CANCER_STD, optional_import
 from ..problems.data import code_labels, train_test_split, public_scaler
-from ..planning.minimize import minimize, InsufficientDataError
+from ..planning.minimize import minimize
+from ..engine.registry import InsufficientDataError
 from ..planning.tuning import tune, accuracy
 from .sample_complexity import experiment_executor, RunStore
 
@@ -119,7 +120,7 @@ def nonprivate_reference(dataset:str, split_seed:int=0) -> float:
 
 # %% ../../nbs/experiments/63_utility.ipynb #6b0c5a2b
 def _check_utility(datasets, epsilons, algorithms, seeds, delta, mlp:bool=False):
-    from dpnotebooks.engine.registry import ALGORITHMS
+    from dpnotebooks.planning.catalog import ALGORITHMS
     bad = [d for d in datasets if d not in UTILITY_DATASETS]
     if bad or not datasets: raise ValueError(f"Unknown or no datasets {bad}. Available: {', '.join(UTILITY_DATASETS)}.")
     bad = [a for a in algorithms if a not in ALGORITHMS]

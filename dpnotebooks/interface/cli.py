@@ -7,41 +7,39 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/interface/cli.html.md"""
 # %% ../../nbs/interface/50_cli.ipynb #16a6503f
 from __future__ import annotations
 import argparse, json, sys, time
+from dataclasses import replace
 from pathlib import Path
 import numpy as np
 from ..core.backend import set_backend, get_backend, to_numpy, BackendUnavailableError, BACKENDS
-from ..problems.base import get_problem, list_problems, load_file, with_data, PROBLEMS, Dataset, load_sklearn, MissingExtraError
-from ..problems.data import (code_labels, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
-                              split_budget, training_epsilon, compose, SCALE_SHARE)
-from ..privacy.ledger import Ledger
-from ..core.backend import make_rng
-from ..privacy.accounting import ACCOUNTANTS, DEFAULT_ACCOUNTANT, NEIGHBOURING
-from ..problems.reference import smoothed_sgd
-from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
-from ..audits.audit import AUDITS
-import dpnotebooks.audits.audit_algorithms  # registers the algorithm audits in AUDITS before the parser is built
-import dpnotebooks.audits.audit_smooth  # registers the ABGGMU audits (abggmu-spider, -tree-spider, -convex, -glm)
-import dpnotebooks.audits.audit_sosp  # registers the lt-sosp audits (lt-sosp, lt-sosp-tree)
-import dpnotebooks.audits.audit_ganesh_sosp  # registers the ganesh-sosp audits (ganesh-sosp, ganesh-sosp-o1)
-import dpnotebooks.audits.audit_sosp_erm  # registers the lt-sosp-erm audits (lt-sosp-erm, lt-sosp-erm-tree)  # noqa: F401
-from ..audits.one_run_audit import run_one_run_audit, ONE_RUN_AUDITS
-from ..planning.minimize import (minimize, check_request, plan_run, planned_ledger, ALGORITHMS as REGISTRY,
-                                  InsufficientDataError)
+from ..problems.base import list_problems, MissingExtraError
+from ..problems.data import SCALE_SHARE
+from ..privacy.accounting import ACCOUNTANTS, DEFAULT_ACCOUNTANT
 from ..privacy.ledger import BudgetExceededError
+from ..problems.reference import smoothed_sgd
+from ..engine.registry import InsufficientDataError
 from ..engine.faults import RunStopped
-from ..engine.registry import record_dict, algorithm_knobs, list_algorithms
-from ..planning.cost import estimate_work, format_work, check_time, shaped, TooSlowError
-from ..planning.tuning import tune, DISTRIBUTIONS, SCORES, accuracy
 from ..engine.checkpoint import RunInterrupted, CheckpointError, read_checkpoint
+from ..planning.catalog import ALGORITHMS as REGISTRY, algorithm_knobs, list_algorithms
+from ..planning.minimize import minimize
+from ..planning.request import RunRequest, run_request, run_inputs, dry_run, evaluate, run_data, jsonable
+from ..planning.tuning import tune, DISTRIBUTIONS, SCORES, accuracy
+from ..audits.audit import MECHANISM_AUDITS
+from ..audits.audit_algorithms import ALGORITHM_AUDITS
+from ..audits.audit_smooth import SMOOTH_AUDITS
+from ..audits.audit_sosp import SOSP_AUDITS
+from ..audits.audit_ganesh_sosp import GANESH_AUDITS
+from ..audits.audit_sosp_erm import SOSP_ERM_AUDITS
+from ..audits.one_run_audit import run_one_run_audit, ONE_RUN_AUDITS
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'evaluate', 'evaluation_block', 'load_loss', 'run_data', 'user_data',
-           'run_algorithm', 'format_run', 'dry_run', 'cmd_run', 'run_demo', 'format_demo', 'plot_demo', 'cmd_demo',
-           'cmd_audit', 'cmd_experiment', 'run_tune', 'cmd_tune', 'knobs_text', 'build_parser', 'main']
+__all__ = ['ALGORITHMS', 'AUDITS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'format_run', 'cmd_run', 'run_demo', 'format_demo',
+           'plot_demo', 'cmd_demo', 'cmd_audit', 'cmd_experiment', 'run_tune', 'cmd_tune', 'knobs_text', 'build_parser',
+           'main']
 
 # %% ../../nbs/interface/50_cli.ipynb #66e348ae
 ALGORITHMS = {**dict(list_algorithms()),
               "reference-sgd": "non-private minibatch SGD on the smoothed loss F_alpha (demo baseline; 06_reference; not in `dpnb run`)"}
+AUDITS = {**MECHANISM_AUDITS, **ALGORITHM_AUDITS, **SMOOTH_AUDITS, **SOSP_AUDITS, **GANESH_AUDITS, **SOSP_ERM_AUDITS}   # `dpnb audit --mechanism NAME`
 
 def cmd_list(args) -> int:
     "Print the registered algorithms and problems."
@@ -52,220 +50,6 @@ def cmd_list(args) -> int:
     print("audits (dpnb audit --mechanism NAME):")
     for name in AUDITS: print(f"  {name}")
     return 0
-
-# %% ../../nbs/interface/50_cli.ipynb #5f0433c8
-def _jsonable(v):
-    if isinstance(v, dict): return {k: _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)): return [_jsonable(x) for x in v]
-    if isinstance(v, (np.floating, float)): return None if not np.isfinite(v) else float(v)
-    if isinstance(v, np.integer): return int(v)
-    if isinstance(v, np.ndarray): return _jsonable(v.tolist())
-    return v
-
-# %% ../../nbs/interface/50_cli.ipynb #95e0510c
-def evaluate(problem, x, alpha:float, k:int=128, kind:str="goldstein") -> dict:
-    "Loss, stationarity (Goldstein norm at radius 2α, or the full-batch gradient norm), λ_min for 'sosp' and accuracy for classifiers, on `problem`'s data."
-    x = np.asarray(to_numpy(x), dtype=float)
-    stat = goldstein_norm(problem, x, 2 * alpha, k=k, rng=1) if kind == "goldstein" else grad_norm(problem, x)
-    out = dict(loss=float(to_numpy(problem.loss(x[None, :]))[0]), stationarity=float(stat))
-    if kind == "sosp": out["lambda_min"] = hessian_min_eig(problem, x, len(x))     # Lanczos on Hessian-vector products
-    if getattr(problem, "classifier", False): out["accuracy"] = problem.score(x)     # logistic, sigmoid-glm, hinge relu-net, a user's model
-    return out
-
-# %% ../../nbs/interface/50_cli.ipynb #8f948675
-def evaluation_block(problem, x0, x, alpha:float, kind:str, what:str) -> dict:
-    "`evaluate` at x0 and at the output, as the JSON block `evaluation` (held-out data) or `nonprivate` (the private data)."
-    a, b = evaluate(problem, x0, alpha, kind=kind), evaluate(problem, x, alpha, kind=kind)
-    block = dict(data=what, n=len(problem.data), loss_x0=a["loss"], loss_out=b["loss"],
-                 stationarity=dict(kind=kind, radius=2 * alpha if kind == "goldstein" else None, at_x0=a["stationarity"], at_out=b["stationarity"]))
-    for key in ("lambda_min", "accuracy"):
-        if key in b: block.update({f"{key}_x0": a[key], f"{key}_out": b[key]})
-    return block
-
-# %% ../../nbs/interface/50_cli.ipynb #70d4e981
-def load_loss(spec:str): # 'module:function'; function(Dataset) -> Problem
-    "The user's problem factory named by `--problem MODULE:FUNCTION`."
-    import importlib, os
-    mod, _, fn = spec.partition(":")
-    if not mod or not fn: raise ValueError(f"A user loss is given as MODULE:FUNCTION (e.g. my_model:make_problem). Found {spec!r}.")
-    if os.getcwd() not in sys.path: sys.path.insert(0, os.getcwd())
-    try: f = getattr(importlib.import_module(mod), fn)
-    except (ImportError, AttributeError) as err: raise ValueError(f"Cannot load the loss {spec!r}: {err}. Check the module is importable from here.") from err
-    if not callable(f): raise ValueError(f"{spec} is not a function of the dataset.")
-    return f
-
-def _user_problem(spec:str, data):
-    if data in (None, "synthetic"): raise ValueError(f"--problem {spec} is your own loss: give its data with --data FILE (.npz or .csv).")
-    p = load_loss(spec)(load_file(data))
-    if not hasattr(p, "value") or not hasattr(p, "data"): raise ValueError(f"{spec} must return a Problem (e.g. from from_torch or from_jax). Found {type(p).__name__}.")
-    return p
-
-# %% ../../nbs/interface/50_cli.ipynb #f14ee58b
-def run_data(problem:str, n:int, d:int, data_seed:int=0, data:str|None=None, test:str|None=None, n_test:int|None=None) -> tuple:
-    "(the training problem, the held-out problem or None, what the held-out data is): a synthetic split, or `test` for user data."
-    if ":" in problem:                                                                   # the user's own loss
-        train = _user_problem(problem, data)
-        return (train, None, None) if test is None else (train, with_data(train, load_file(test)), f"held-out file {test} (not private)")
-    if data in (None, "synthetic"):
-        n, d = 20000 if n is None else n, 10 if d is None else d
-        n_test = min(n, 10_000) if n_test is None else n_test
-        full = get_problem(problem, n=n + n_test, d=d, seed=data_seed)
-        train = with_data(full, full.data[:n])
-        if test is not None: return train, with_data(full, load_file(test)), f"held-out file {test} (not private)"
-        return train, with_data(full, full.data[n:]), "held-out synthetic samples from the same distribution (not private)"
-    train = get_problem(problem, data=data)
-    if test is None: return train, None, None
-    return train, with_data(train, load_file(test)), f"held-out file {test} (not private)"
-
-
-# %% ../../nbs/interface/50_cli.ipynb #dff16e97
-def _check_size(n, d, ds:Dataset, data:str):
-    "--n/--d with --data: refused unless they match the file (they size synthetic data only)."
-    for flag, v, have in (("--n", n, len(ds)), ("--d", d, ds.p)):
-        if v is not None and int(v) != have:
-            raise ValueError(f"{flag} {v} was given with --data {data}, which has {flag[2:]} = {have}: {flag} sets the size of synthetic data only. "
-                             f"Drop {flag} (or make it match).")
-
-def _read(data:str, problem:str) -> Dataset:
-    "A bundled dataset (already coded and scaled with public constants) or a user file (raw)."
-    if data in ("breast-cancer", "digits"): return load_sklearn(data, labels="01" if problem == "sigmoid-glm" else "pm1")
-    return Dataset.from_file(data)
-
-# %% ../../nbs/interface/50_cli.ipynb #f1095b57
-def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|None=None, split_seed:int=0,
-              n:int|None=None, d:int|None=None, classes=None) -> tuple:
-    "(train, held-out Dataset or None, what the held-out data is, the record's `data` block): read, labels coded, split; not scaled."
-    if test is not None and test_fraction is not None: raise ValueError("Give either --test FILE or --test-fraction F, not both.")
-    raw = _read(data, problem); _check_size(n, d, raw, data)
-    loss = None if ":" in problem else problem
-    train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
-    held, what, split = None, None, None
-    if test is not None:
-        held, what = _read(test, problem), f"held-out file {test} (not private)"
-        known = coding["values"] if coding and isinstance(coding["values"], list) else classes
-        if loss: held = code_labels(held, loss, known, say=False)[0]
-    elif test_fraction is not None:
-        train, held = train_test_split(train, test_fraction, split_seed)
-        what = f"held-out {test_fraction:g} of {data} (random split, public seed {split_seed}; not private)"
-        split = dict(test_fraction=float(test_fraction), seed=int(split_seed), n_train=len(train), n_test=len(held))
-    return train, held, what, dict(source=data, n=len(train), d=train.p, labels=coding, split=split, test=test)
-
-# %% ../../nbs/interface/50_cli.ipynb #d0dfd7a5
-def _two_rows(spec:str|None, p:int, scale:str) -> tuple:
-    "The two per-feature rows of --scale-with: 'A,B' (every feature) or a .csv of two rows of p numbers."
-    names = "CENTER,SCALE" if scale == "public" else "LOWER,UPPER"
-    if spec is None: raise ValueError(f"--scale {scale} needs --scale-with {names} (numbers for every feature) or a .csv with two rows of {p} numbers.")
-    try: rows = np.loadtxt(spec, delimiter=",", ndmin=2) if spec.endswith(".csv") else np.asarray([[float(v)] for v in spec.split(",")])
-    except (ValueError, OSError) as err: raise ValueError(f"--scale-with {spec}: {err}. Give {names} or a .csv with two rows of {p} numbers.") from None
-    if rows.shape not in ((2, 1), (2, p)): raise ValueError(f"--scale-with {spec}: expected two rows of 1 or {p} numbers ({names}). Found shape {rows.shape}.")
-    return np.broadcast_to(rows[0], (p,)), np.broadcast_to(rows[1], (p,))
-
-def _problem_on(problem:str, ds:Dataset, data_seed:int):
-    "The problem on a prepared dataset (a built-in one, or the user's `MODULE:FUNCTION`)."
-    if ":" not in problem: return get_problem(problem, data=ds, seed=data_seed)
-    p = load_loss(problem)(ds)
-    if not hasattr(p, "value") or not hasattr(p, "data"): raise ValueError(f"{problem} must return a Problem (e.g. from from_torch or from_jax). Found {type(p).__name__}.")
-    return p
-
-# %% ../../nbs/interface/50_cli.ipynb #85902653
-def _scaling(scale:str, scale_with, train:Dataset, problem:str, data_seed:int, algorithm:str, epsilon, delta, alpha, beta, accountant,
-             seed, secure, scale_epsilon, overrides) -> tuple:
-    "(Scaler, its Ledger or None, the training run's ε, the scaling's record): public constants, none, or a charged private estimate."
-    if scale == "none": return Scaler(), None, epsilon, dict(source="none", note="rows only projected into the unit ball")
-    if scale == "public": sc = public_scaler(*_two_rows(scale_with, train.p, scale)); return sc, None, epsilon, sc.to_dict()
-    if not REGISTRY[algorithm].private: raise ValueError(f"--scale private charges a privacy budget; {algorithm} is not private. Use --scale public or none.")
-    es, e0 = split_budget(epsilon, scale_epsilon)
-    bounds, scl = _two_rows(scale_with, train.p, scale), private_scaler_ledger(train.p, es, delta, accountant)
-    shape = _problem_on(problem, Dataset(np.zeros((len(train), train.p)), np.ones(len(train))), data_seed)   # n, p only: no record
-    price = lambda e: planned_ledger(shape, plan_run(shape, algorithm, e, delta, alpha, beta, accountant, **overrides))
-    et = training_epsilon(epsilon, delta, scl, price, e0, accountant)
-    rng = make_rng(secure=True) if secure else (None if seed is None else make_rng(seed).child(0x5CA1E))
-    sc, scl = fit_private_scaler(train, es, delta, bounds, seed=rng, accountant=accountant, budget=(epsilon, price(et)), secure=secure)
-    return sc, scl, et, dict(sc.to_dict(), epsilon=es, training_epsilon=et, ranges=[bounds[0].tolist(), bounds[1].tolist()])
-
-# %% ../../nbs/interface/50_cli.ipynb #7b20917e
-def run_algorithm(algorithm:str, problem:str="robust-regression", n:int|None=None, d:int|None=None,
-                  epsilon:float|None=1.0, delta:float|None=1e-5, alpha:float|None=None, beta:float|None=None,
-                  seed:int|None=None, data:str|None=None, data_seed:int=0, accountant:str=DEFAULT_ACCOUNTANT,
-                  progress:bool=False, checkpoint:str|None=None, checkpoint_every:int|None=None, resume:bool=False,
-                  test:str|None=None, nonprivate_diagnostics:bool=False, secure:bool=False, test_fraction:float|None=None,
-                  split_seed:int=0, scale:str="none", scale_with:str|None=None, scale_epsilon:float|None=None, classes=None,
-                  released_scaling:dict|None=None, max_seconds:float|None=None, **overrides) -> dict:
-    "Run `algorithm` through `minimize` and return the JSON record of the `dpnb run` contract (documented in nbs/interface/50_cli.ipynb; optionally checkpointed)."
-    check_request(algorithm, epsilon, delta, alpha, beta, **overrides)   # the request alone: refused before any data is built
-    if problem not in PROBLEMS and ":" not in problem:                                   # before any data is built
-        raise ValueError(f"Unknown problem {problem!r}. Available: {', '.join(PROBLEMS)}, or your own loss as MODULE:FUNCTION.")
-    if scale == "private" and released_scaling is None and REGISTRY[algorithm].private: split_budget(epsilon, scale_epsilon)  # arithmetic: before any file is read
-    p, held, what, block, scl, et = _run_inputs(algorithm, problem, n, d, epsilon, delta, alpha, beta, seed, data, data_seed, accountant, test,
-                                                 secure, test_fraction, split_seed, scale, scale_with, scale_epsilon, classes, released_scaling, overrides)
-    request = dict(algorithm=algorithm, problem=problem, n=n, d=d, epsilon=epsilon, delta=delta, alpha=alpha, beta=beta, seed=seed,
-                   data=str(Path(data).resolve()) if data and Path(data).exists() else data, data_seed=data_seed, accountant=accountant,
-                   backend=get_backend(), test=test, nonprivate_diagnostics=nonprivate_diagnostics, secure=secure, test_fraction=test_fraction,
-                   split_seed=split_seed, scale=scale, scale_with=scale_with, scale_epsilon=scale_epsilon, classes=classes, overrides=overrides,
-                   released_scaling=None if scl is None else dict(scaling=block["scaling"], ledger=scl.to_dicts()))
-    res = minimize(p, algorithm, epsilon=et, delta=delta, alpha=alpha, beta=beta, seed=seed, accountant=accountant, secure=secure,
-                   progress=progress, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                   checkpoint_info=dict(request=_jsonable(request)), diagnostics="nonprivate" if nonprivate_diagnostics else None, max_seconds=max_seconds, **overrides)
-    r = _record(algorithm, problem, block, p, held, what, res, nonprivate_diagnostics)
-    if scl is not None:                                                  # the scaling's releases are part of the run's price
-        led = compose(scl, res.ledger)
-        r["privacy"].update(epsilon=epsilon, epsilon_spent=led.spent(delta, accountant), events=led.to_dicts(),
-                            budget_split=dict(scaling=block["scaling"]["epsilon"], training=et))
-    return _jsonable(r)
-
-# %% ../../nbs/interface/50_cli.ipynb #0ceea3f0
-def _run_inputs(algorithm, problem, n, d, epsilon, delta, alpha, beta, seed, data, data_seed, accountant, test, secure, test_fraction,
-                split_seed, scale, scale_with, scale_epsilon, classes, released_scaling, overrides) -> tuple:
-    "(training problem, held-out problem, what it is, the `data` block, the scaling's ledger or None, the training run's ε)."
-    if data in (None, "synthetic"):
-        if test_fraction is not None or scale != "none": raise ValueError("--test-fraction and --scale apply to --data (synthetic problems hold out their own samples, in the unit ball).")
-        p, held, what = run_data(problem, n, d, data_seed, data, test)
-        return p, held, what, dict(source="synthetic", n=len(p.data), d=p.dim, labels=None, scaling=None, split=None, test=test), None, epsilon
-    train, test_ds, what, block = user_data(problem, data, test, test_fraction, split_seed, n, d, classes)
-    if data in ("breast-cancer", "digits"):
-        if scale != "none": raise ValueError(f"--scale applies to --data FILE: {data} is already scaled with public constants (see load_sklearn).")
-        sc, scl, et, info = Scaler(), None, epsilon, dict(source="public", note=f"{data}: public constants of load_sklearn")
-    elif released_scaling is not None:                                  # a resumed run: the scaling released when it started
-        info = released_scaling["scaling"]; scl = Ledger.from_dicts(released_scaling["ledger"]); et = info["training_epsilon"]
-        sc = Scaler(np.asarray(info["center"]), np.asarray(info["scale"]), "private", info["max_norm"])
-    else: sc, scl, et, info = _scaling(scale, scale_with, train, problem, data_seed, algorithm, epsilon, delta, alpha, beta, accountant,
-                                       seed, secure, scale_epsilon, overrides)
-    block["scaling"] = info
-    if block["labels"] and block["labels"]["changed"]: print(f"dpnb: {block['labels']['message']} (the label set is treated as public schema)", file=sys.stderr)
-    if data not in ("breast-cancer", "digits"): print(f"dpnb: features: {_scaling_note(info)}", file=sys.stderr)
-    p = _problem_on(problem, sc(train), data_seed)
-    return p, None if test_ds is None else with_data(p, sc(test_ds)), what, block, scl, et
-
-def _scaling_note(info:dict) -> str:
-    if info["source"] == "none": return "not scaled (--scale none): rows only projected into the unit ball; see --scale public|private"
-    if info["source"] == "public": return "scaled with public constants (--scale public), rows projected into the unit ball"
-    return (f"scaled with a private estimate (epsilon {info['epsilon']:g} of the budget; training gets {info['training_epsilon']:.4g}), "
-            "rows projected into the unit ball")
-
-# %% ../../nbs/interface/50_cli.ipynb #5c7fbb03
-def _record(algorithm, problem, block, p, held, what, res, nonprivate_diagnostics) -> dict:
-    "The JSON record: what the run released and its price, `evaluation` on held-out data, `nonprivate` only when asked for."
-    plan, kind, private = res.trace["plan"], REGISTRY[algorithm].stationarity, REGISTRY[algorithm].private
-    r = dict(algorithm=algorithm, problem=problem, data=block, n=len(p.data), d=p.dim, seed=res.seed, seeded=res.seeded,
-             backend=get_backend(), secure=res.secure,
-             privacy=dict(private=private, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
-                          epsilon_spent=res.epsilon_spent, events=res.ledger.to_dicts()),
-             samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample, x_out=res.x, seconds=res.seconds,
-             checkpoint=res.trace.get("checkpoint"), plan=dict(plan._asdict(), params=record_dict(plan.params), work=estimate_work(p, plan)._asdict()))
-    if kind == "sosp": r["sosp"] = _sosp_block(res)
-    if held is not None: r["evaluation"] = dict(evaluation_block(held, p.x0, res.x, plan.alpha, kind, what),
-                                                note="held-out data: not protected by the privacy guarantee, and not used by the run")
-    if nonprivate_diagnostics:
-        r["nonprivate"] = dict(evaluation_block(p, p.x0, res.x, plan.alpha, kind, "the private training data: NOT private"), **res.nonprivate)
-    return r
-
-def _sosp_block(res) -> dict:
-    "What lt-sosp decided from its released (noisy) quantities: the threshold −√(ρα), the certificate, the anchors."
-    tr = res.trace
-    return dict(lambda_threshold=tr["lambda_threshold"], certified=tr["certified"], reason=tr["reason"], stopped=tr["stopped"],
-                anchors=[dict(t=a["t"], status=a["status"], released_grad_norm=a["grad_norm"], steps=a["steps"]) for a in tr["anchors"]],
-                note="decided from the released noisy gradients and iterates: part of the private output")
-
 
 # %% ../../nbs/interface/50_cli.ipynb #bd676d24
 def _format_block(b:dict) -> list:
@@ -280,7 +64,7 @@ def _format_block(b:dict) -> list:
 
 # %% ../../nbs/interface/50_cli.ipynb #fd75d49d
 def format_run(r:dict) -> str:
-    "A short summary of a `run_algorithm` record."
+    "A short summary of a `run_request` record."
     pr = r["privacy"]
     eps = (f"epsilon spent {pr['epsilon_spent']:.4g} of {pr['epsilon']:g} at delta {pr['delta']:g} ({pr['neighbouring']}, {pr['accountant']})"
            if pr["private"] else "NOT private (no noise)")
@@ -314,42 +98,19 @@ def _resume_request(args) -> dict:
         raise CheckpointError(f"{args.resume} is a checkpoint of {req['algorithm']!r}, not {args.algorithm!r}. Drop the algorithm name or pass {req['algorithm']!r}.")
     return req
 
-# %% ../../nbs/interface/50_cli.ipynb #f86f0197
-def dry_run(algorithm:str, problem:str, n:int, d:int, epsilon, delta, alpha=None, beta=None, data=None, data_seed:int=0,
-            accountant:str=DEFAULT_ACCOUNTANT, max_seconds:float|None=None, **overrides) -> str:
-    "The plan and its price, without running: what `dpnb run --dry-run` prints (no sample is read by the algorithm, nothing is spent)."
-    scale = overrides.pop("scale", "none"); scale_epsilon = overrides.pop("scale_epsilon", None)
-    check_request(algorithm, epsilon, delta, alpha, beta, **overrides)
-    n, d = (20000 if n is None else n, 10 if d is None else d) if data in (None, "synthetic") else (n, d)
-    if data not in (None, "synthetic"): _check_size(n, d, _read(data, problem), data)
-    p = _user_problem(problem, data) if ":" in problem else get_problem(problem, n=n, d=d, seed=data_seed, data=data)
-    scl, et = Ledger(), epsilon
-    if scale == "private" and REGISTRY[algorithm].private:
-        es, e0 = split_budget(epsilon, scale_epsilon); scl = private_scaler_ledger(p.data.p, es, delta, accountant)
-        et = training_epsilon(epsilon, delta, scl, lambda e: planned_ledger(p, plan_run(p, algorithm, e, delta, alpha, beta, accountant, **overrides)), e0, accountant)
-    plan = plan_run(p, algorithm, et, delta, alpha, beta, accountant, **overrides)
-    led = compose(scl, planned_ledger(p, plan))
-    price = (f"epsilon {led.spent(plan.delta, accountant):.4g} of {epsilon:g} at delta {plan.delta:g} ({NEIGHBOURING}, {accountant})"
-             if REGISTRY[algorithm].private else "NOT private")
-    try: work = format_work(check_time(p, plan, max_seconds, lambda n=None, beta=beta: plan_run(
-                     shaped(p, n or plan.n), algorithm, et, delta, alpha, beta, accountant, **overrides)))
-    except TooSlowError as err: work = f"{format_work(estimate_work(p, plan))}\nover --max-seconds: `dpnb run` would refuse it. {err}"
-    return "\n".join([f"dpnb run {algorithm} --dry-run: {plan.theorem}, n = {plan.n}, d = {plan.d}", f"price: {price}", repr(led),
-                      f"plan: {plan.params!r}", work] + [f"warning: {w}" for w in plan.warnings])
-
 # %% ../../nbs/interface/50_cli.ipynb #112f36f6
 def _resumed_run(args) -> dict:
     "The record of the run continued from `--resume PATH`, with the arguments its checkpoint holds."
     if args.checkpoint and args.checkpoint != args.resume: raise ValueError("Give either --resume PATH (continue) or --checkpoint PATH (start), not both.")
     req = _resume_request(args)
     set_backend(req["backend"])
-    return run_algorithm(req["algorithm"], req["problem"], req["n"], req["d"], req["epsilon"], req["delta"], req["alpha"], req["beta"],
-                         req["seed"], req["data"], req["data_seed"], req["accountant"], progress=not args.quiet, checkpoint=args.resume,
-                         checkpoint_every=args.checkpoint_every, resume=True, test=req.get("test"),
-                         nonprivate_diagnostics=req.get("nonprivate_diagnostics", False), secure=req.get("secure", False),
-                         test_fraction=req.get("test_fraction"), split_seed=req.get("split_seed", 0), scale=req.get("scale", "none"),
-                         scale_with=req.get("scale_with"), scale_epsilon=req.get("scale_epsilon"), classes=req.get("classes"),
-                         released_scaling=req.get("released_scaling"), **req["overrides"])
+    return run_request(RunRequest.from_dict(req), progress=not args.quiet, checkpoint=args.resume, checkpoint_every=args.checkpoint_every, resume=True)
+
+def _request(args) -> RunRequest:
+    "The `RunRequest` of `dpnb run`'s arguments."
+    return RunRequest(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.seed, args.data,
+                      args.data_seed, args.accountant, args.test, args.test_fraction, args.split_seed, args.scale, args.scale_with,
+                      args.scale_epsilon, args.classes, args.secure, args.nonprivate_diagnostics, args.max_seconds, _parse_overrides(args.set))
 
 # %% ../../nbs/interface/50_cli.ipynb #cfbe31f2
 def cmd_run(args) -> int:
@@ -359,16 +120,8 @@ def cmd_run(args) -> int:
         if args.algorithm is None: raise ValueError("`dpnb run` needs an algorithm name (see `dpnb list`), or --resume PATH to continue a checkpointed run.")
         if args.checkpoint_every is not None and not args.checkpoint: raise ValueError("--checkpoint-every needs --checkpoint PATH.")
         if args.backend_run: set_backend(args.backend_run)
-        if args.dry_run:
-            print(dry_run(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.data,
-                          args.data_seed, args.accountant, scale=args.scale, scale_epsilon=args.scale_epsilon, max_seconds=args.max_seconds,
-                          **_parse_overrides(args.set))); return 0
-        r = run_algorithm(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.seed,
-                          args.data, args.data_seed, args.accountant, progress=not args.quiet, checkpoint=args.checkpoint,
-                          checkpoint_every=args.checkpoint_every, test=args.test, nonprivate_diagnostics=args.nonprivate_diagnostics,
-                          secure=args.secure, test_fraction=args.test_fraction, split_seed=args.split_seed, scale=args.scale,
-                          scale_with=args.scale_with, scale_epsilon=args.scale_epsilon, classes=args.classes, max_seconds=args.max_seconds,
-                          **_parse_overrides(args.set))
+        if args.dry_run: print(dry_run(_request(args))); return 0
+        r = run_request(_request(args), progress=not args.quiet, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
     print(format_run(r))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True); Path(args.out).write_text(json.dumps(r, indent=1))
@@ -411,7 +164,7 @@ def run_demo(seed:int|None=0, # seed of the run (None: OS entropy)
     ref = smoothed_sgd(p, alpha=alpha, steps=DEMO["ref_steps"], batch_size=DEMO["ref_batch"], lr=DEMO["ref_lr"], rng=seed, progress=False)
     ref_sec = time.perf_counter() - t0
     at0, out, ref_out = evaluate(held, p.x0, alpha), evaluate(held, res.x, alpha), evaluate(held, ref.x, alpha)
-    return _jsonable(dict(problem=DEMO["problem"], n=n, n_test=len(held.data), evaluated_on=what, d=DEMO["d"], alpha=alpha, radius=2 * alpha,
+    return jsonable(dict(problem=DEMO["problem"], n=n, n_test=len(held.data), evaluated_on=what, d=DEMO["d"], alpha=alpha, radius=2 * alpha,
         seed=seed, backend=get_backend(), private=_demo_private(res, out, steps, traj),
         reference=dict(algorithm="reference-sgd (NOT private)", steps=DEMO["ref_steps"], loss_out=ref_out["loss"],
                        goldstein_out=ref_out["stationarity"], seconds=ref_sec, trace_steps=ref.steps),
@@ -546,13 +299,13 @@ def _csv_rows(res:dict) -> list:
 def _write_experiment(res:dict, out:Path, stem:str, plot) -> list:
     "Write OUT/STEM.json, OUT/STEM.csv (when the result has per-run rows) and the plot as PNG and SVG; returns the CSV rows."
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.json").write_text(json.dumps(_jsonable(res), indent=1))
+    (out / f"{stem}.json").write_text(json.dumps(jsonable(res), indent=1))
     rows = _csv_rows(res)
     if rows:
         import csv
         fields = list(dict.fromkeys(k for r in rows for k in r))
         with open(out / f"{stem}.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=fields); w.writeheader(); w.writerows(_jsonable(rows))
+            w = csv.DictWriter(f, fieldnames=fields); w.writeheader(); w.writerows(jsonable(rows))
     for ext in ("png", "svg"): plot(res, out / f"{stem}.{ext}")
     return rows
 
@@ -585,17 +338,17 @@ def _grid(specs) -> dict:
     return grid
 
 # %% ../../nbs/interface/50_cli.ipynb #d9bd483f
-def run_tune(algorithm:str, problem:str, data:str, grid:dict, epsilon:float, delta:float, mean_runs:float=10.0,
-             distribution:str="truncated-negative-binomial", validation_fraction:float=0.2, score:str="accuracy", seed:int|None=None,
-             test:str|None=None, test_fraction:float|None=None, split_seed:int=0, scale:str="none", scale_with=None, classes=None,
-             nonprivate_diagnostics:bool=False, **fixed) -> dict:
-    "`tune` on the CLI's data, as a JSON record: the released point, hyperparameters and noisy score, the selection's price, held-out scores."
-    if scale == "private": raise ValueError("`dpnb tune` takes --scale none or public: a private scaling would need its own share of the budget (use `dpnb run`).")
+def run_tune(req:RunRequest, # the data, the budget, the seed and the fixed overrides (alpha, beta and n are not used)
+             grid:dict, # {hyperparameter: [values]}
+             mean_runs:float=10.0, distribution:str="truncated-negative-binomial", validation_fraction:float=0.2, score:str="accuracy",
+            ) -> dict:
+    "`tune` on the request's data, as a JSON record: the released point, hyperparameters and noisy score, the selection's price, held-out scores."
+    algorithm, problem, data, epsilon, delta, seed = req.algorithm, req.problem, req.data, req.epsilon, req.delta, req.seed
+    if req.scale == "private": raise ValueError("`dpnb tune` takes --scale none or public: a private scaling would need its own share of the budget (use `dpnb run`).")
     if data in (None, "synthetic"): raise ValueError("`dpnb tune` selects on your data: give --data (breast-cancer, digits or a file) and --test or --test-fraction.")
-    p, held, what, block, _, _ = _run_inputs(algorithm, problem, None, None, epsilon, delta, None, None, seed, data, 0, "rdp", test, False,
-                                             test_fraction, split_seed, scale, scale_with, None, classes, None, {})
+    p, held, what, block, _, _ = run_inputs(replace(req, accountant="rdp", data_seed=0, n=None, d=None))
     res = tune(p, algorithm, grid, epsilon, delta, mean_runs=mean_runs, distribution=distribution, validation_fraction=validation_fraction,
-               score=score, seed=seed, diagnostics="nonprivate" if nonprivate_diagnostics else None, **fixed)
+               score=score, seed=seed, diagnostics="nonprivate" if req.nonprivate_diagnostics else None, **req.overrides)
     r = dict(command="tune", algorithm=algorithm, problem=problem, data=block, grid=grid, seed=seed, seeded=res.seeded, backend=get_backend(),
              hyperparameters=res.hyperparameters, score=dict(kind=score, noisy_value=res.score, note="the winner's noisy validation score: released"),
              privacy=dict(private=True, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
@@ -603,15 +356,16 @@ def run_tune(algorithm:str, problem:str, data:str, grid:dict, epsilon:float, del
              x_out=None if res.x is None else to_numpy(res.x))
     if held is not None and res.x is not None:
         r["evaluation"] = dict(data=what, n=len(held.data), accuracy_out=accuracy(p, res.x, held.data), note="held-out data are not private")
-    if nonprivate_diagnostics: r["nonprivate"] = dict(res.nonprivate, note="NOT private: K and every run's noisy score")
-    return _jsonable(r)
+    if req.nonprivate_diagnostics: r["nonprivate"] = dict(res.nonprivate, note="NOT private: K and every run's noisy score")
+    return jsonable(r)
 
 # %% ../../nbs/interface/50_cli.ipynb #ab3fba1b
 def cmd_tune(args) -> int:
     "`dpnb tune`: print the selection's summary, write its JSON record."
-    r = run_tune(args.algorithm, args.problem, args.data, _grid(args.grid), args.epsilon, args.delta, args.mean_runs, args.distribution,
-                 args.validation_fraction, args.score, args.seed, args.test, args.test_fraction, args.split_seed, args.scale, args.scale_with,
-                 args.classes, args.nonprivate_diagnostics, **_parse_overrides(args.set))
+    req = RunRequest(args.algorithm, args.problem, epsilon=args.epsilon, delta=args.delta, seed=args.seed, data=args.data, test=args.test,
+                     test_fraction=args.test_fraction, split_seed=args.split_seed, scale=args.scale, scale_with=args.scale_with,
+                     classes=args.classes, nonprivate_diagnostics=args.nonprivate_diagnostics, overrides=_parse_overrides(args.set))
+    r = run_tune(req, _grid(args.grid), args.mean_runs, args.distribution, args.validation_fraction, args.score)
     ev = r.get("evaluation", {})
     print(f"dpnb tune {r['algorithm']} on {r['problem']}: chose {r['hyperparameters']} (noisy validation {r['score']['kind']} "
           f"{r['score']['noisy_value']}); epsilon spent {r['privacy']['epsilon_spent']:.4g} of {r['privacy']['epsilon']:g} at delta "

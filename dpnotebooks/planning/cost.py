@@ -9,14 +9,15 @@ from __future__ import annotations
 import math, time, warnings
 from typing import NamedTuple, Callable
 import numpy as np
-from ..core.backend import asarray, default_chunk, get_backend, get_dtype, get_xp, make_rng
+from ..core.backend import asarray, get_backend, get_dtype, get_xp, make_rng
 from ..problems.base import Dataset, with_data
-from ..engine.registry import ALGORITHMS
+from ..engine.registry import Counts
+from .catalog import ALGORITHMS, get_algorithm
 from ..core.smoothing import two_point_differences, zo_from_differences
 
 # %% auto #0
-__all__ = ['WORK_FLOATS', 'STEP_CALLS', 'CHUNK', 'COUNTERS', 'KNOBS', 'Work', 'format_seconds', 'format_work', 'Units',
-           'calibrate', 'Counts', 'count_work', 'estimate_work', 'TooSlowError', 'Setting', 'shaped', 'check_time']
+__all__ = ['WORK_FLOATS', 'STEP_CALLS', 'Work', 'format_seconds', 'format_work', 'Units', 'calibrate', 'count_work',
+           'estimate_work', 'TooSlowError', 'Setting', 'shaped', 'check_time']
 
 # %% ../../nbs/planning/35_cost.ipynb #763bc654
 class Work(NamedTuple):
@@ -105,88 +106,12 @@ def calibrate(problem, # a `Problem`: only its loss type, its data's shape (p) a
         except Exception: _UNITS[key] = Units(*[math.nan] * 7)           # a loss that fails on zeros: the time is unknown, the run is not stopped here
     return _UNITS[key]
 
-# %% ../../nbs/planning/35_cost.ipynb #eed23942
-class Counts(NamedTuple):
-    "The machine-free part of `Work`: what a run computes and draws, from its plan alone."
-    steps: int; values: int = 0; grads: int = 0; hessians: int = 0; draws: int = 0
-    floats: int = 0          # the largest working array, in floats
-    fast: bool = False       # on KLT Alg. 4's fast path: timed with `Units.value_fast` and `draw_fast`
-    bound: str = "exact"     # as in `Work`
-
-CHUNK = 2**22   # the first-order oracles' `chunk`: the largest array of query points, in floats (the ZO oracles': `default_chunk()`)
-
-def _periods(T:int, period:int) -> tuple: N1 = -(-T // period); return N1, T - N1
-
-# %% ../../nbs/planning/35_cost.ipynb #510ed98c
-def _klt_zo(plan, B1:int, B2:int) -> Counts:
-    "KLT Alg. 3 (B1, B2) and Alg. 4 (B1 = B2 = n): 2m values per sample at a start, 4m at an increment."
-    o, d = plan.params, plan.d; N1, N2 = _periods(o.T, o.period); twice = 2 if o.directions == "independent" else 1
-    return Counts(o.T, values=2 * o.m * (N1 * B1 + 2 * N2 * B2), draws=o.m * d * (N1 * B1 + twice * N2 * B2) + o.T * d,
-                  floats=min(default_chunk(), 2 * o.m * d * max(B1, B2)))
-
-def _klt_fo(plan) -> Counts:
-    "KLT Alg. 5: one gradient per sample at a start (one ball point), 2m at an increment (m at z_t, m at z_{t−1})."
-    o, d = plan.params, plan.d; N1, N2 = _periods(o.T, o.period); twice = 2 if o.directions == "independent" else 1
-    return Counts(o.T, grads=N1 * o.B1 + 2 * o.m * N2 * o.B2, draws=(d + 1) * (N1 * o.B1 + twice * o.m * N2 * o.B2) + o.T * d,
-                  floats=min(default_chunk(), 2 * o.m * d * o.B2 + d * o.B1))
-
-def _ztc(plan) -> Counts:
-    "ZTC Alg. 4: GRAD and DIFF both evaluate 2m points per sample, with m directions of d coordinates."
-    o, d = plan.params, plan.d; N1, N2 = _periods(o.T, o.period); S = N1 * o.B1 + N2 * o.B2
-    return Counts(o.T, values=2 * o.m * S, draws=o.m * d * S + o.T * d, floats=min(default_chunk(), 2 * o.m * d * max(o.B1, o.B2)))
-
-def _naive(plan) -> Counts:
-    "ZTC Alg. 6 (and its non-private twin): B = B2 samples, one direction, two points, and d noise per step."
-    o, d = plan.params, plan.d
-    return Counts(o.T, values=2 * o.B2 * o.T, draws=(o.B2 + (o.sigma > 0)) * d * o.T, floats=2 * o.B2 * d)
-
-# %% ../../nbs/planning/35_cost.ipynb #f87e4b71
-def _dpsgd(plan) -> Counts:
-    p, d, n = plan.params, plan.d, plan.n
-    sampling = n * p.T if p.sampling == "poisson" else n * -(-p.T * p.batch // n)
-    return Counts(p.T, grads=p.T * p.batch, draws=p.T * p.batch * (d + 1) * (plan.alpha > 0) + p.T * d + sampling,
-                  floats=p.batch * d, bound="expected" if p.sampling == "poisson" else "exact")
-
-def _spider(plan) -> Counts:
-    p, d, n = plan.params, plan.d, plan.n; N1, N2 = _periods(p.T, p.q)
-    sampling = n * (N1 * (p.b1 < n) + N2 * (p.b2 < n))
-    return Counts(p.T, grads=N1 * p.b1 + 2 * N2 * p.b2, draws=p.T * d + sampling, floats=min(CHUNK, 2 * d * max(p.b1, p.b2)),
-                  bound="expected" if (p.b1 < n or p.b2 < n) else "exact")
-
-def _tree_spider(plan) -> Counts:
-    p, d = plan.params, plan.d; D, b = p.depth, p.b
-    per_round = b + sum(2 ** (j - 1) * 2 * (b >> j) for j in range(1, D + 1))
-    return Counts(p.T * 2 ** D, grads=p.T * per_round, draws=p.T * 2 ** D * d, floats=2 * d * b, bound="at most")
-
-def _convex(plan) -> Counts:
-    p, d = plan.params, plan.d; K = sum(p.K)
-    return Counts(K, grads=p.m * K, draws=K * d + plan.n, floats=p.m * d)
-
-# %% ../../nbs/planning/35_cost.ipynb #23c48b94
-def _glm(plan) -> Counts:
-    g = plan.params
-    inner = COUNTERS[g.base](plan._replace(d=g.k, params=g.inner, algorithm=g.base))
-    return inner._replace(draws=inner.draws + g.k * plan.d, floats=max(inner.floats, plan.n * g.k))
-
-def _lt_sosp(plan) -> Counts:
-    from dpnotebooks.algorithms.sosp import sosp_samples_estimate
-    p, d = plan.params, plan.d; S = min(plan.n, sosp_samples_estimate(p))
-    return Counts(p.T, grads=S, hessians=S, draws=2 * p.T * d, floats=min(CHUNK, 2 * p.b * d * d), bound="at most")
-
 # %% ../../nbs/planning/35_cost.ipynb #8f6451af
-COUNTERS: dict = {"klt-single-pass": lambda plan: _klt_zo(plan, plan.params.B1, plan.params.B2),
-                  "klt-multi-pass": lambda plan: _klt_zo(plan, plan.n, plan.n)._replace(fast=True), "klt-first-order": _klt_fo,
-                  "ztc": _ztc, "ztc-naive": _naive, "o2nc-nonprivate": _naive, "dp-sgd": _dpsgd,
-                  "abggmu-spider": _spider, "abggmu-tree-spider": _tree_spider, "abggmu-convex": _convex,
-                  "abggmu-glm": _glm, "lt-sosp": _lt_sosp, "lt-sosp-nonprivate": _lt_sosp}
-KNOBS: dict = {name: ("T", "m") for name in ("klt-single-pass", "klt-multi-pass", "klt-first-order", "ztc")}
-KNOBS.update({name: ("T",) for name in ("ztc-naive", "o2nc-nonprivate", "dp-sgd", "abggmu-spider", "abggmu-tree-spider")})
-
 def count_work(plan) -> Counts:
-    "What a run of `plan` computes and draws, from the plan alone (`COUNTERS[plan.algorithm]`)."
-    if plan.algorithm not in COUNTERS:
-        raise ValueError(f"No work counter for {plan.algorithm!r}: add one to `dpnotebooks.planning.cost.COUNTERS` (plan -> Counts).")
-    return COUNTERS[plan.algorithm](plan)
+    "What a run of `plan` computes and draws, from the plan alone (its spec's `work`)."
+    spec = get_algorithm(plan.algorithm)
+    if spec.work is None: raise ValueError(f"No work counter for {plan.algorithm!r}: give its AlgorithmSpec a `work` (plan -> Counts).")
+    return spec.work(plan)
 
 # %% ../../nbs/planning/35_cost.ipynb #de5780ff
 def _counting(problem):
@@ -263,9 +188,9 @@ def _tuned(plan, name:str, v:int) -> dict:
     return out
 
 def _knob_settings(problem, plan, limit:float) -> list:
-    "Fewer steps or directions: the largest value of each `KNOBS` field that fits."
+    "Fewer steps or directions: the largest value of of the spec's `knobs` that fits."
     out = []
-    for f in KNOBS.get(plan.algorithm, ()):
+    for f in get_algorithm(plan.algorithm).knobs:
         secs = lambda v: estimate_work(problem, plan.tune(**_tuned(plan, f, v))).seconds
         v = _largest(secs, 1, int(getattr(plan.params, f)), limit)
         if v is not None: out.append(Setting(f, v, _tuned(plan, f, v), estimate_work(problem, plan.tune(**_tuned(plan, f, v)))))

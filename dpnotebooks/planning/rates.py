@@ -14,8 +14,9 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .minimize import ALGORITHMS, InsufficientDataError, n_for_rate
-import dpnotebooks.planning.smooth_algorithms, dpnotebooks.planning.sosp_algorithm    # register the smooth and SOSP algorithms  # noqa: F401
+from .catalog import ALGORITHMS
+from ..engine.registry import InsufficientDataError
+from ..engine.registry import n_for_rate
 
 # %% ../../nbs/planning/71_which_algorithm.ipynb #c14b9c7f
 class Decision(NamedTuple):

@@ -18,7 +18,7 @@ from ..privacy.accounting import calibrate_gaussian, NEIGHBOURING
 from ..privacy.ledger import Ledger, Release, BudgetExceededError, POISSON_RDP_ORDERS, replace_one_poisson_rdp
 from ..core.validation import check_positive, check_delta
 from ..problems.base import with_data
-from ..engine.registry import get_algorithm
+from .catalog import get_algorithm
 
 # %% auto #0
 __all__ = ['DISTRIBUTIONS', 'TUNING_ORDERS', 'SCORES', 'tnb_mean', 'tnb_gamma', 'tnb_pmf', 'draw_runs', 'release_rdp',
