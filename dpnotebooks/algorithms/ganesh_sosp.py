@@ -6,7 +6,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/algorithms/ganesh_sosp.html.md""
 
 # %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000002
 from __future__ import annotations
-import math, warnings
+import math
 from functools import partial, lru_cache
 from typing import NamedTuple
 import numpy as np
@@ -20,7 +20,8 @@ from ..engine.checkpoint import Checkpointer
 from ..engine.runloop import run_loop, Stop
 from .spiderboost import clipped_mean_gradient, clipped_mean_difference
 from .sosp import escape_length, Anchor, SOSPOutput, select_output, lt_sosp_rate, check_sosp_inputs
-from ..engine.registry import Plan, InsufficientDataError, AlgorithmSpec, RunOutput, Counts, CHUNK, DATA_STREAM, ORACLE_STREAM
+from .sosp_algorithm import check_sosp_request, check_sosp_problem, sosp_target, sosp_sizes, sosp_output, sosp_work
+from ..engine.registry import Plan, AlgorithmSpec, RunOutput, Counts, DATA_STREAM, ORACLE_STREAM
 
 # %% auto #0
 __all__ = ['GANESH_STREAM', 'GANESH_SOSP', 'GaneshParams', 'ganesh_parameters', 'ganesh_releases', 'GaneshState', 'ganesh_oracle',
@@ -228,33 +229,6 @@ def ganesh_samples_estimate(p:GaneshParams) -> int:
 def _params(d, epsilon, delta, G, M, rho, B, alpha, iota, c_gamma, c_T, c_kappa, q, private, accountant) -> GaneshParams:
     return ganesh_parameters(d, epsilon, delta, G, M, rho, B, alpha, iota, c_gamma, c_T, c_kappa, q, private, accountant)
 
-def _alpha_for(n:int, make, a_max:float, iters:int=30) -> float:
-    "Smallest α (to a factor 1e-4) whose `ganesh_samples_estimate(make(α))` is at most n; inf if none ≤ a_max."
-    from dpnotebooks.algorithms.sosp_algorithm import lt_sosp_alpha_for
-    return lt_sosp_alpha_for(n, make, a_max, iters, samples=ganesh_samples_estimate)
-
-# %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000043
-def _ganesh_target(n, alpha, make, a_max) -> tuple:
-    "(α, chosen, α the worst case affords): the requested α, or the affordable one (refused if none ≤ a_max)."
-    afford = _alpha_for(int(n), make, a_max)
-    if alpha is not None: return check_positive("alpha", alpha), False, afford
-    if not math.isfinite(afford):
-        raise InsufficientDataError(f"ganesh-sosp: n = {n} samples are too few for any alpha <= {a_max:.3g} (= min(G, M²/ρ)) in the "
-                                    f"worst case, which needs {ganesh_samples_estimate(make(a_max))} samples there. Use more data, "
-                                    "or give alpha explicitly to run on fewer samples without the worst-case guarantee.")
-    return afford, True, afford
-
-def _ganesh_sizes(p:GaneshParams, n:int, alpha:float, chosen:bool) -> tuple:
-    "(need, n_min): the worst-case n and one epoch's data; refused below n_min, a warning below need for a user's α."
-    need, n_min = ganesh_samples_estimate(p), 2 * p.b1 + p.q * p.b2
-    if n < n_min:
-        raise InsufficientDataError(f"ganesh-sosp: n = {n} samples cannot run alpha = {alpha:g}: two refreshes of b1 = {p.b1} and an "
-                                    f"epoch of q = {p.q} steps of b2 = {p.b2} need {n_min}. Use at least {n_min} samples or a larger alpha or epsilon.")
-    if n < need and not chosen:
-        warnings.warn(f"ganesh-sosp: n = {n} is below the worst-case {need} samples for alpha = {alpha:g}; the run stops when the "
-                      "data run out, and its result says whether the output is certified.", stacklevel=3)
-    return need, n_min
-
 # %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000044
 _ERRATA = ("method as described by LT §1.1-1.2 and note §3.2 (the paper itself is not a seed); constants ours: κ = (c_κΞ/2)², q, σ split",
            "drift = Σ||x_i − x_{i−1}||² (LT intro; E17), so every O2 step is ≤ √κ and its sensitivity ≤ 2M√κ/b2",
@@ -291,30 +265,24 @@ def ganesh_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
                        private:bool=True, # False: no noise (NOT private)
                       ) -> Plan:
     "Parameters of Ganesh et al.'s Stochastic SpiderBoost with perturbation escape (as LT describe it), calibrated explicitly."
-    from dpnotebooks.algorithms.sosp_algorithm import check_sosp_request as _check_request
-    _check_request(n, epsilon, delta, L, Phi, M, rho, private)
+    check_sosp_request(n, epsilon, delta, L, Phi, M, rho, private, "ganesh-sosp")
     make = lambda a: _params(int(d), float(epsilon) if private else None, float(delta) if private else None, float(L), float(M),
                              float(rho), float(Phi), float(a), float(iota), float(c_gamma), float(c_T), float(c_kappa), int(q),
                              bool(private), accountant)
-    target, chosen, afford = _ganesh_target(n, alpha if alpha is not None else beta, make, min(float(L), M**2 / rho))
+    target, chosen, afford = sosp_target("ganesh-sosp", n, alpha if alpha is not None else beta, make, min(float(L), M**2 / rho), ganesh_samples_estimate)
     p = make(target)
-    need, n_min = _ganesh_sizes(p, n, target, chosen)
+    need, n_min = ganesh_samples_estimate(p), 2 * p.b1 + p.q * p.b2
+    sosp_sizes("ganesh-sosp", n, target, chosen, need, n_min, f"two refreshes of b1 = {p.b1} and an epoch of q = {p.q} steps of b2 = {p.b2}",
+               f"Use at least {n_min} samples, or a larger alpha or epsilon.")
     return _ganesh_plan(p, n, d, epsilon, delta, L, Phi, private, accountant, need, n_min, chosen, afford)
 
 # %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000048
 def _run_ganesh(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `ganesh-sosp`: the checks of lt-sosp's runner, then the algorithm on a single-pass `DataStream` (`minimize` checked the budget)."
-    from dpnotebooks.algorithms.sosp_algorithm import check_sosp_problem
     p = plan.params; check_sosp_problem(problem, plan)
     stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
     out = ganesh_sosp(problem, stream, p, rng=rng.child(ORACLE_STREAM), x0=x0, progress=progress, checkpoint=ck)
-    if not out.certified:
-        warnings.warn(f"{plan.algorithm}: {out.reason} (the run stopped: {out.stopped}). Use more data or a larger alpha.", stacklevel=3)
-    trace = dict(algorithm=plan.algorithm, plan=plan, certified=out.certified, reason=out.reason, stopped=out.stopped,
-                 anchors=[dict(a._asdict()) for a in out.anchors], steps=out.steps, refreshes=out.refreshes, x_last=out.x_last,
-                 lambda_threshold=-math.sqrt(p.rho * p.alpha), lambda_direct_fix=direct_fix_curvature(p.alpha, p.d, p.rho),
-                 transcript=out.transcript)
-    return RunOutput(out.x, stream.samples_used, stream.max_uses, dict(out.grad_clip.diagnostics()), trace)
+    return sosp_output(plan, p, stream, out, hessians=False, lambda_direct_fix=direct_fix_curvature(p.alpha, p.d, p.rho))
 
 # %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000050
 def _ganesh_ledger_at(problem, plan, step:int) -> Ledger:
@@ -324,8 +292,7 @@ def _ganesh_ledger_at(problem, plan, step:int) -> Ledger:
 # %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000054
 def _ganesh_counts(plan) -> Counts:
     "What a ganesh-sosp run computes, at most: two gradients per sample read (O2 reads both points), ≤ min(n, worst case) samples."
-    p, d = plan.params, plan.d; S = min(plan.n, ganesh_samples_estimate(p))
-    return Counts(p.T, grads=2 * S, draws=2 * p.T * d, floats=min(CHUNK, 2 * max(p.b1, p.b2) * d), bound="at most")
+    p = plan.params; return sosp_work(p.T, plan.d, min(plan.n, ganesh_samples_estimate(p)), max(p.b1, p.b2), grads_per_read=2, hessians=False)
 
 # %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000052
 GANESH_SOSP = AlgorithmSpec("ganesh-sosp", "Ganesh et al. 2023 (as LT describe it): Gaussian-noise Spider, drift refresh, perturbation escape; LT's baseline",

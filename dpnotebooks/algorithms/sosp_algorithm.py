@@ -16,7 +16,8 @@ from ..engine.registry import Plan, InsufficientDataError, AlgorithmSpec, RunOut
 from .sosp import SOSPParams, sosp_parameters, sosp_releases, sosp_samples_estimate, lt_sosp
 
 # %% auto #0
-__all__ = ['LT_SOSP', 'LT_SOSP_NONPRIVATE', 'lt_sosp_alpha_for', 'lt_sosp_recipe']
+__all__ = ['LT_SOSP', 'LT_SOSP_NONPRIVATE', 'lt_sosp_alpha_for', 'check_sosp_request', 'sosp_target', 'sosp_sizes',
+           'lt_sosp_recipe', 'check_sosp_problem', 'sosp_output', 'sosp_work']
 
 # %% ../../nbs/algorithms/21c_sosp_algorithm.ipynb #08979bcc
 @lru_cache(maxsize=512)
@@ -35,11 +36,11 @@ def lt_sosp_alpha_for(n:int, make, a_max:float, iters:int=30, samples=None) -> f
     return math.exp(hi)
 
 # %% ../../nbs/algorithms/21c_sosp_algorithm.ipynb #10eb2b9e
-def check_sosp_request(n, epsilon, delta, L, Phi, M, rho, private:bool):
-    "lt-sosp's inputs: n ≥ 2, the PUBLIC bounds M and ρ (required), ε and δ when private, positive constants."
+def check_sosp_request(n, epsilon, delta, L, Phi, M, rho, private:bool, name:str="lt-sosp"):
+    "An SOSP method's inputs (`name` in the messages): n ≥ 2, the PUBLIC bounds M and ρ (required), ε and δ when private, positive constants."
     if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"`n` must be an integer >= 2. Found {n!r}.")
     if M is None or rho is None:
-        raise ValueError("lt-sosp needs a twice-differentiable loss and PUBLIC bounds M (smoothness) and rho (Hessian-Lipschitz), "
+        raise ValueError(f"{name} needs a twice-differentiable loss and PUBLIC bounds M (smoothness) and rho (Hessian-Lipschitz), "
                          "e.g. --set M=1 --set rho=1; `plan_run` takes them from the problem's declared constants, and this problem "
                          "declares none (is it smooth?).")
     if private: check_positive("epsilon", epsilon); check_delta(delta)
@@ -52,30 +53,25 @@ def _sosp_maker(d, epsilon, delta, L, M, rho, Phi, iota, c_gamma, c_T, tau, priv
                              float(rho), float(Phi), float(a), float(iota), float(c_gamma), float(c_T), int(tau), bool(private), accountant)
     return make, min(float(L), M**2 / rho)
 
-def _sosp_alpha(target, n, make, a_max:float) -> tuple:
-    "(α, chosen): the requested α, or the smallest the worst case affords at n (chosen), refused if none ≤ a_max does."
-    if target is not None: return target, False
-    target = lt_sosp_alpha_for(int(n), make, a_max)
-    if not math.isfinite(target):
-        raise InsufficientDataError(f"lt-sosp: n = {n} samples are too few for any alpha <= {a_max:.3g} (= min(G, M²/ρ)) in the worst "
-                                    f"case of Lemma 3.15, which needs {sosp_samples_estimate(make(a_max))} samples there. Use more data, "
-                                    "or give alpha explicitly to run on fewer samples without the worst-case guarantee.")
-    return target, True
+def sosp_target(name:str, n:int, alpha, make, a_max:float, samples=None, reads:int|None=None) -> tuple:
+    "(α, chosen, α affordable): the requested α, or the smallest whose worst case `samples(make(α))` fits in `reads` (default n); refused if none ≤ a_max does."
+    samples, reads = samples or sosp_samples_estimate, int(n if reads is None else reads)
+    afford = lt_sosp_alpha_for(reads, make, a_max, samples=samples)
+    if alpha is not None: return check_positive("alpha", alpha), False, afford
+    if not math.isfinite(afford):
+        raise InsufficientDataError(f"{name}: {reads} reads are too few for any alpha <= {a_max:.3g} (= min(G, M²/ρ)) in the worst case, "
+                                    f"which needs {samples(make(a_max))} there. Use more data, or give alpha explicitly to run on fewer "
+                                    "samples without the worst-case guarantee.")
+    return afford, True, afford
 
 # %% ../../nbs/algorithms/21c_sosp_algorithm.ipynb #1f7c5b90
-def _sosp_sizes(p:SOSPParams, n:int, target:float, chosen:bool, make, a_max:float) -> tuple:
-    "(need, n_min): Lemma 3.15's worst-case n and the run's minimum; refused below n_min, a warning below need for a user's α."
-    need, n_min = sosp_samples_estimate(p), 4 * p.b + 2 * p.T
-    if n < n_min:
-        afford = lt_sosp_alpha_for(int(n), make, a_max)
-        raise InsufficientDataError(f"lt-sosp: n = {n} samples cannot run alpha = {target:g}: two refreshes of b = {p.b} and one sample per "
-                                    f"step need {n_min}, and the worst case (Lemma 3.15) {need}. Use at least {n_min} samples, "
-                                    + (f"or alpha >= {afford:.3g} (what n = {n} affords in the worst case)." if math.isfinite(afford)
-                                       else "or a larger alpha or epsilon."))
-    if n < need and not chosen:
-        warnings.warn(f"lt-sosp: n = {n} is below the worst-case {need} samples of Lemma 3.15 for alpha = {target:g}; the run stops when the "
+def sosp_sizes(name:str, n:int, target:float, chosen:bool, need:int, n_min:int, why:str, fix:str, reads:int|None=None):
+    "Refuse a plan that cannot start (n < n_min; `why`: what a run needs, `fix`: what would do); warn when a user's α is below the worst case `need` reads."
+    reads = n if reads is None else reads
+    if n < n_min: raise InsufficientDataError(f"{name}: n = {n} samples cannot run alpha = {target:g}: {why}; it needs n >= {n_min}. {fix}")
+    if reads < need and not chosen:
+        warnings.warn(f"{name}: {reads} reads of n = {n} samples are below the worst-case {need} for alpha = {target:g}; the run stops when the "
                       "data run out, and its result says whether the output is certified.", stacklevel=3)   # the recipe's caller
-    return need, n_min
 
 # %% ../../nbs/algorithms/21c_sosp_algorithm.ipynb #efddce09
 def _sosp_errata(tau:int) -> tuple:
@@ -113,16 +109,18 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
     "Parameters of LT Thm 3.17 (Alg. 3 with the oracles of Alg. 4 and the escape of Alg. 2), calibrated as in note §2.9."
     check_sosp_request(n, epsilon, delta, L, Phi, M, rho, private)
     make, a_max = _sosp_maker(d, epsilon, delta, L, M, rho, Phi, iota, c_gamma, c_T, tau, private, accountant)
-    target, chosen = _sosp_alpha(alpha if alpha is not None else beta, n, make, a_max)
-    p = make(check_positive("alpha", target))
-    need, n_min = _sosp_sizes(p, n, target, chosen, make, a_max)
-    rate = target if chosen else lt_sosp_alpha_for(int(n), make, a_max)   # the run's own worst case, not Remark 3.18's claim (E1)
-    return _sosp_plan(p, n, d, epsilon, delta, L, Phi, tau, private, accountant, need, chosen, n_min, rate)
+    target, chosen, afford = sosp_target("lt-sosp", n, alpha if alpha is not None else beta, make, a_max)
+    p = make(target)
+    need, n_min = sosp_samples_estimate(p), 4 * p.b + 2 * p.T
+    sosp_sizes("lt-sosp", n, target, chosen, need, n_min, f"two refreshes of b = {p.b} and one sample per step",
+               f"Use at least {n_min} samples (the worst case, Lemma 3.15, needs {need}), " + (f"or alpha >= {afford:.3g} (what n = {n} affords "
+               "in the worst case)." if math.isfinite(afford) else "or a larger alpha or epsilon."))
+    return _sosp_plan(p, n, d, epsilon, delta, L, Phi, tau, private, accountant, need, chosen, n_min, afford)   # rate: the run's own worst case (E1)
 
 # %% ../../nbs/algorithms/21c_sosp_algorithm.ipynb #a3d76a2b
-def check_sosp_problem(problem, plan):
-    "What the recipe cannot check: a smooth loss whose declared constants are within the plan's bounds, and the plan's n."
-    p = plan.params
+def check_sosp_problem(problem, plan, q=None):
+    "What the recipe cannot check: a smooth loss whose declared constants are within the bounds M, ρ of `q` (default the plan's record), and the plan's n."
+    p = plan.params if q is None else q
     if not getattr(problem, "smooth", False):
         raise ValueError(f"{plan.algorithm} needs a twice-differentiable loss; {type(problem).__name__} is not smooth. "
                          "Use klt-single-pass or ztc for nonsmooth losses.")
@@ -133,25 +131,31 @@ def check_sosp_problem(problem, plan):
     if len(problem.data) != plan.n: raise ValueError(f"The plan is for n = {plan.n} samples but the data have {len(problem.data)}.")
 
 # %% ../../nbs/algorithms/21c_sosp_algorithm.ipynb #648cfcfe
-def _run_lt_sosp(problem, plan, rng, x0, progress, ck) -> RunOutput:
-    "Runner of `lt-sosp`: the smoothness and size checks, then LT Alg. 3 on a single-pass `DataStream` (`minimize` checked the budget)."
-    p = plan.params
-    check_sosp_problem(problem, plan)
-    stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
-    out = lt_sosp(problem, stream, p, rng=rng.child(ORACLE_STREAM), x0=x0, progress=progress, checkpoint=ck)
-    both = out.grad_clip.add(out.hess_clip)
-    if not out.certified:
-        warnings.warn(f"{plan.algorithm}: {out.reason} (the run stopped: {out.stopped}). Use more data or a larger alpha.", stacklevel=3)
+def sosp_output(plan, q, stream, out, advice:str="Use more data or a larger alpha.", hessians:bool=True, **extra) -> RunOutput:
+    "An SOSP run's `RunOutput` from its `SOSPOutput` (`q`: the record with ρ and α; `extra`: the method's own trace fields)."
+    if not out.certified: warnings.warn(f"{plan.algorithm}: {out.reason} (the run stopped: {out.stopped}). {advice}", stacklevel=4)
     trace = dict(algorithm=plan.algorithm, plan=plan, certified=out.certified, reason=out.reason, stopped=out.stopped,
                  anchors=[dict(a._asdict()) for a in out.anchors], steps=out.steps, refreshes=out.refreshes, x_last=out.x_last,
-                 lambda_threshold=-math.sqrt(p.rho * p.alpha), transcript=out.transcript)
-    return RunOutput(out.x, stream.samples_used, stream.max_uses,
-                     dict(both.diagnostics(), **out.grad_clip.diagnostics("grad_"), **out.hess_clip.diagnostics("hess_")), trace)
+                 lambda_threshold=-math.sqrt(q.rho * q.alpha), **extra, transcript=out.transcript)
+    g, h = out.grad_clip, out.hess_clip
+    clips = dict(g.add(h).diagnostics(), **g.diagnostics("grad_"), **h.diagnostics("hess_")) if hessians else dict(g.diagnostics())
+    return RunOutput(out.x, stream.samples_used, stream.max_uses, clips, trace)
+
+def _run_lt_sosp(problem, plan, rng, x0, progress, ck) -> RunOutput:
+    "Runner of `lt-sosp`: the smoothness and size checks, then LT Alg. 3 on a single-pass `DataStream` (`minimize` checked the budget)."
+    check_sosp_problem(problem, plan)
+    stream = DataStream(problem.data, rng=rng.child(DATA_STREAM))
+    out = lt_sosp(problem, stream, plan.params, rng=rng.child(ORACLE_STREAM), x0=x0, progress=progress, checkpoint=ck)
+    return sosp_output(plan, plan.params, stream, out)
 
 # %% ../../nbs/algorithms/21c_sosp_algorithm.ipynb #a8d819aa
+def sosp_work(T:int, d:int, reads:int, batch:int, grads_per_read:int=1, hessians:bool=True) -> Counts:
+    "An SOSP run's work, at most: `reads` samples with `grads_per_read` gradients (and a Hessian) each, 2d draws per step, the largest batch's arrays."
+    return Counts(T, grads=grads_per_read * reads, hessians=reads if hessians else 0, draws=2 * T * d,
+                  floats=min(CHUNK, 2 * batch * d * (d if hessians else 1)), bound="at most")
+
 def _lt_sosp(plan) -> Counts:
-    p, d = plan.params, plan.d; S = min(plan.n, sosp_samples_estimate(p))
-    return Counts(p.T, grads=S, hessians=S, draws=2 * p.T * d, floats=min(CHUNK, 2 * p.b * d * d), bound="at most")
+    p = plan.params; return sosp_work(p.T, plan.d, min(plan.n, sosp_samples_estimate(p)), p.b)
 
 # %% ../../nbs/algorithms/21c_sosp_algorithm.ipynb #5e02a76a
 _nonprivate_recipe = partial(lt_sosp_recipe, private=False)   # ε and δ are ignored

@@ -6,21 +6,21 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/algorithms/sosp_erm.html.md"""
 
 # %% ../../nbs/algorithms/21a_sosp_erm.ipynb #129d581d
 from __future__ import annotations
-import math, warnings
+import math
 from functools import partial, lru_cache
 from typing import NamedTuple
 import numpy as np
 from ..core.backend import to_numpy, make_rng
-from ..core.validation import check_count, check_positive, check_delta
+from ..core.validation import check_count, check_positive
 from ..privacy.accounting import DEFAULT_ACCOUNTANT, gdp_mu, gdp_epsilon
 from ..privacy.ledger import Ledger
 from ..core.streams import DataStream
-from ..engine.registry import Plan, InsufficientDataError, AlgorithmSpec, RunOutput, Counts, CHUNK, DATA_STREAM, ORACLE_STREAM
+from ..engine.registry import Plan, AlgorithmSpec, RunOutput, Counts, DATA_STREAM, ORACLE_STREAM
 from ..engine.runloop import run_loop, Stop
 from ..engine.checkpoint import Checkpointer
 from .sosp import SOSPParams, sosp_parameters, sosp_releases, sosp_samples_estimate
 from .sosp import lt_start, lt_step, lt_output   # LT Alg. 3's state, step and output, reused unchanged (21_sosp)
-from .sosp_algorithm import lt_sosp_alpha_for
+from .sosp_algorithm import check_sosp_request, check_sosp_problem, sosp_target, sosp_sizes, sosp_output, sosp_work
 
 # %% auto #0
 __all__ = ['LT_SOSP_ERM', 'ReuseStream', 'ERMParams', 'erm_releases', 'erm_parameters', 'lt_sosp_erm', 'uniform_gaps', 'erm_rate',
@@ -138,25 +138,6 @@ def erm_rate(n, d, epsilon, G=1.0, M=1.0, rho=1.0) -> float:
     "LT App. C's population α, every Õ-constant 1: Ganesh et al.'s ERM (√d/(nε))^{2/3}, Thm C.1's G√(d/n) (E11: not √d/n), and (M²/ρ)d/n (Hessian gap ≤ √(ρα))."
     return (math.sqrt(d) / (n * epsilon)) ** (2 / 3) + G * math.sqrt(d / n) + M**2 / rho * d / n
 
-# %% ../../nbs/algorithms/21a_sosp_erm.ipynb #840eef69
-def _check_erm(n, epsilon, delta, L, Phi, M, rho):
-    "The request alone: n ≥ 2, ε and δ, and the PUBLIC bounds M and ρ a second-order method clips to."
-    if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"`n` must be an integer >= 2. Found {n!r}.")
-    if M is None or rho is None:
-        raise ValueError("lt-sosp-erm needs PUBLIC bounds M (smoothness) and rho (Hessian-Lipschitz) of a twice-differentiable loss, "
-                         "e.g. --set M=1 --set rho=1; `plan_run` takes them from the problem's declared constants.")
-    check_positive("epsilon", epsilon); check_delta(delta)
-    for name, v in (("L", L), ("Phi", Phi), ("M", M), ("rho", rho)): check_positive(name, v)
-
-def _check_erm_problem(problem, plan):
-    "What the recipe cannot see: a smooth loss, declared constants within the plan's clip bounds, the plan's n."
-    q = plan.params.sosp
-    if not getattr(problem, "smooth", False): raise ValueError(f"lt-sosp-erm needs a twice-differentiable loss; {type(problem).__name__} is not smooth.")
-    for name, bound, declared in (("M", q.M, problem.smoothness), ("rho", q.rho, problem.hessian_lipschitz)):
-        if declared is not None and bound < declared:
-            raise ValueError(f"lt-sosp-erm: the plan's {name} = {bound:g} is below the problem's declared constant {declared:g}. Pass {name} >= {declared:g}.")
-    if len(problem.data) != plan.n: raise ValueError(f"The plan is for n = {plan.n} samples but the data have {len(problem.data)}.")
-
 # %% ../../nbs/algorithms/21a_sosp_erm.ipynb #f6e56d41
 @lru_cache(maxsize=512)
 def _erm_params(d, epsilon, delta, G, M, rho, B, alpha, passes, iota, c_gamma, c_T, tau, accountant) -> ERMParams:
@@ -175,15 +156,6 @@ def erm_reads_estimate(p) -> int:
     "Worst-case reads of lt-sosp-erm: Lemma 3.15's count (`sosp_samples_estimate`) plus the refresh (2b reads) opening each later pass."
     return sosp_samples_estimate(p.sosp) + 2 * p.sosp.b * (p.passes - 1)
 
-def _erm_alpha(n, K, make, a_max, target) -> tuple:
-    "(α, chosen, α_run): the requested α or the smallest the worst case affords over K·n reads; refused when none ≤ a_max does."
-    run = lt_sosp_alpha_for(K * int(n), make, a_max, samples=erm_reads_estimate)
-    if target is not None: return target, False, run
-    if not math.isfinite(run):
-        raise InsufficientDataError(f"lt-sosp-erm: {K} passes over n = {n} samples are too few for any alpha <= {a_max:.3g} in the worst "
-                                    "case of Lemma 3.15. Use more data or more passes, or give alpha explicitly.")
-    return run, True, run
-
 # %% ../../nbs/algorithms/21a_sosp_erm.ipynb #c30ea9f2
 def lt_sosp_erm_recipe(n:int, d:int, epsilon:float, delta:float,
                        alpha:float|None=None, # target α of the α-SOSP of F_D (None: the smallest the worst case affords over K passes)
@@ -198,20 +170,15 @@ def lt_sosp_erm_recipe(n:int, d:int, epsilon:float, delta:float,
                        tau:int=1, # escapes per Hessian estimate (τ_eff ≥ 1, erratum E1)
                       ) -> Plan:
     "The ERM variant of LT Alg. 3 (note §2.8 [PROP]) for LT App. C: K passes, each calibrated to μ/√K; rate: App. C with Thm C.1."
-    _check_erm(n, epsilon, delta, L, Phi, M, rho); K = check_count("passes", passes)
+    check_sosp_request(n, epsilon, delta, L, Phi, M, rho, True, "lt-sosp-erm"); K = check_count("passes", passes)
     make = lambda a: _erm_params(int(d), float(epsilon), float(delta), float(L), float(M), float(rho), float(Phi), float(a), K,
                                  float(iota), float(c_gamma), float(c_T), int(tau), accountant)
     a_max = min(float(L), M**2 / rho)
-    target, chosen, run = _erm_alpha(n, K, make, a_max, alpha if alpha is not None else beta)
+    target, chosen, run = sosp_target("lt-sosp-erm", n, alpha if alpha is not None else beta, make, a_max, erm_reads_estimate, reads=K * n)
     p = make(check_positive("alpha", target)); q = p.sosp
     need, n_min = erm_reads_estimate(p), max(2 * q.b + 2, math.ceil((4 * q.b + 2 * q.T) / K))
-    if n < n_min:
-        raise InsufficientDataError(f"lt-sosp-erm: n = {n} samples are too few for alpha = {target:g}: each pass needs {2 * q.b + 2} (a refresh, "
-                                    f"two batches of b = {q.b}, and a step) and the {K} passes {4 * q.b + 2 * q.T} together. Use at least "
-                                    f"{n_min} samples, fewer passes (each then gets more budget), or a larger alpha.")
-    if K * n < need and not chosen:
-        warnings.warn(f"lt-sosp-erm: {K} passes over n = {n} give {K * n} reads, below the worst-case {need} of Lemma 3.15 for alpha = "
-                      f"{target:g}; the run stops when the passes run out, and its result says whether the output is certified.", stacklevel=2)
+    sosp_sizes("lt-sosp-erm", n, target, chosen, need, n_min, f"each pass needs {2 * q.b + 2} (a refresh, two batches of b = {q.b}, and a step) "
+               f"and the {K} passes {4 * q.b + 2 * q.T} together", f"Use at least {n_min} samples, fewer passes (each then gets more budget), or a larger alpha.", reads=K * n)
     return Plan(algorithm="lt-sosp-erm", theorem="LT App. C (Thm C.1 + an ERM SOSP): LT Alg. 3 over K passes of D, note §2.8 [PROP], NOT the paper's algorithm",
                 n=int(n), d=int(d), epsilon=float(epsilon), delta=float(delta), alpha=q.alpha, beta=q.alpha, L=float(L), Phi=float(Phi),
                 params=p, rate=erm_rate(n, d, epsilon, L, M, rho), n_required=math.ceil(need / K), beta_chosen=chosen, accountant=accountant,
@@ -221,25 +188,15 @@ def lt_sosp_erm_recipe(n:int, d:int, epsilon:float, delta:float,
 # %% ../../nbs/algorithms/21a_sosp_erm.ipynb #32efd5b6
 def _run_lt_sosp_erm(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `lt-sosp-erm`: lt-sosp's problem checks, then LT Alg. 3 over K passes (`minimize` checked the budget)."
-    p = plan.params
-    _check_erm_problem(problem, plan)
+    p = plan.params; check_sosp_problem(problem, plan, p.sosp)
     stream = ReuseStream(problem.data, p.passes, rng=rng.child(DATA_STREAM))
     out = lt_sosp_erm(problem, stream, p, rng=rng.child(ORACLE_STREAM), x0=x0, progress=progress, checkpoint=ck)
-    if not out.certified:
-        warnings.warn(f"lt-sosp-erm: {out.reason} (the run stopped: {out.stopped}). Use more data, more passes or a larger alpha.", stacklevel=3)
-    trace = dict(algorithm=plan.algorithm, plan=plan, certified=out.certified, reason=out.reason, stopped=out.stopped,
-                 anchors=[dict(a._asdict()) for a in out.anchors], steps=out.steps, refreshes=out.refreshes, x_last=out.x_last,
-                 lambda_threshold=-math.sqrt(p.sosp.rho * p.sosp.alpha), passes_used=stream.pass_index + 1, reads=stream.reads,
-                 transcript=out.transcript)
-    both = out.grad_clip.add(out.hess_clip)
-    return RunOutput(out.x, stream.samples_used, stream.max_uses,
-                     dict(both.diagnostics(), **out.grad_clip.diagnostics("grad_"), **out.hess_clip.diagnostics("hess_")), trace)
+    return sosp_output(plan, p.sosp, stream, out, "Use more data, more passes or a larger alpha.", passes_used=stream.pass_index + 1, reads=stream.reads)
 
 # %% ../../nbs/algorithms/21a_sosp_erm.ipynb #f6b451ec
 def _erm_counts(plan) -> Counts:
     "What a run of `plan` computes, at most: Lemma 3.15's reads capped by K·n, a gradient and a Hessian per read."
-    q, d = plan.params.sosp, plan.d; S = min(plan.params.passes * plan.n, erm_reads_estimate(plan.params))
-    return Counts(q.T, grads=S, hessians=S, draws=2 * q.T * d, floats=min(CHUNK, 2 * q.b * d * d), bound="at most")
+    p = plan.params; return sosp_work(p.sosp.T, plan.d, min(p.passes * plan.n, erm_reads_estimate(p)), p.sosp.b)
 
 # %% ../../nbs/algorithms/21a_sosp_erm.ipynb #1924f5af
 LT_SOSP_ERM = AlgorithmSpec("lt-sosp-erm", "LT App. C route: LT Alg. 3 over K passes of D (ERM variant, note §2.8 [PROP]; composition over passes), then Thm C.1",

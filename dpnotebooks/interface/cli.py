@@ -6,23 +6,21 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/interface/cli.html.md"""
 
 # %% ../../nbs/interface/50_cli.ipynb #16a6503f
 from __future__ import annotations
-import argparse, json, sys, time
-from dataclasses import replace
+import argparse, json, sys
 from pathlib import Path
 import numpy as np
-from ..core.backend import set_backend, get_backend, to_numpy, BackendUnavailableError, BACKENDS
+from ..core.backend import set_backend, BackendUnavailableError, BACKENDS
 from ..problems.base import list_problems, MissingExtraError
 from ..problems.data import SCALE_SHARE
 from ..privacy.accounting import ACCOUNTANTS, DEFAULT_ACCOUNTANT
 from ..privacy.ledger import BudgetExceededError
-from ..problems.reference import smoothed_sgd
 from ..engine.registry import InsufficientDataError
 from ..engine.faults import RunStopped
 from ..engine.checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 from ..planning.catalog import ALGORITHMS as REGISTRY, algorithm_knobs, list_algorithms
-from ..planning.minimize import minimize
-from ..planning.request import RunRequest, run_request, run_inputs, dry_run, evaluate, run_data, jsonable
-from ..planning.tuning import tune, DISTRIBUTIONS, SCORES, accuracy
+from ..planning.request import RunRequest, run_request, run_tune, dry_run, jsonable
+from ..experiments.demo import DEMO, run_demo, format_demo, plot_demo
+from ..planning.tuning import DISTRIBUTIONS, SCORES
 from ..audits.audit import MECHANISM_AUDITS
 from ..audits.audit_algorithms import ALGORITHM_AUDITS
 from ..audits.audit_smooth import SMOOTH_AUDITS
@@ -32,9 +30,8 @@ from ..audits.audit_sosp_erm import SOSP_ERM_AUDITS
 from ..audits.one_run_audit import run_one_run_audit, ONE_RUN_AUDITS
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'AUDITS', 'DEMO', 'EXPERIMENTS', 'cmd_list', 'format_run', 'cmd_run', 'run_demo', 'format_demo',
-           'plot_demo', 'cmd_demo', 'cmd_audit', 'cmd_experiment', 'run_tune', 'cmd_tune', 'knobs_text', 'build_parser',
-           'main']
+__all__ = ['ALGORITHMS', 'AUDITS', 'EXPERIMENTS', 'cmd_list', 'format_run', 'cmd_run', 'cmd_demo', 'cmd_audit', 'cmd_experiment',
+           'cmd_tune', 'knobs_text', 'build_parser', 'main']
 
 # %% ../../nbs/interface/50_cli.ipynb #66e348ae
 ALGORITHMS = {**dict(list_algorithms()),
@@ -127,76 +124,6 @@ def cmd_run(args) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True); Path(args.out).write_text(json.dumps(r, indent=1))
         print(f"result: {args.out}")
     return 0
-
-# %% ../../nbs/interface/50_cli.ipynb #56f21bc7
-DEMO = dict(problem="robust-regression", n=50000, d=4, alpha=0.05, epsilon=1.0, delta=1e-5, data_seed=0,
-            ref_steps=500, ref_batch=64, ref_lr=0.5, points=12)
-
-def _demo_trajectory(res, held, alpha:float) -> tuple:
-    "(O2NC steps, held-out `evaluate`) at `DEMO['points']` block averages spread along the private run."
-    plan, bm = res.trace["plan"], res.trace["block_means"]
-    ks = np.unique(np.linspace(0, len(bm) - 1, DEMO["points"]).round().astype(int))
-    traj = [evaluate(held, bm[k], alpha) for k in ks]
-    return ((np.asarray(res.trace["block_index"])[ks] + 1) * plan.params.M).tolist(), traj
-
-# %% ../../nbs/interface/50_cli.ipynb #306259bf
-def _demo_private(res, out:dict, steps:list, traj:list) -> dict:
-    "The `private` block of the demo record."
-    plan = res.trace["plan"]
-    return dict(algorithm="klt-single-pass", epsilon=res.epsilon, delta=res.delta, neighbouring=res.neighbouring, epsilon_spent=res.epsilon_spent,
-                events=res.ledger.to_dicts(), samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample,
-                seconds=res.seconds, T=plan.params.T, period=plan.params.period, M=plan.params.M, m=plan.params.m,
-                sigma=plan.params.sigma, loss_out=out["loss"], goldstein_out=out["stationarity"], target_beta=plan.beta,
-                trajectory_steps=steps, trajectory_loss=[t["loss"] for t in traj],
-                trajectory_goldstein=[t["stationarity"] for t in traj], x_out=res.x)
-
-# %% ../../nbs/interface/50_cli.ipynb #e409eaaa
-def run_demo(seed:int|None=0, # seed of the run (None: OS entropy)
-             progress:bool=False, # show a progress bar
-             n:int=DEMO["n"], # training samples (smaller for a quick look); as many again, up to 10000, are held out
-            ) -> dict:
-    "Run the demo job (private KLT single-pass beside the non-private reference), evaluated on held-out samples."
-    p, held, what = run_data(DEMO["problem"], n, DEMO["d"], DEMO["data_seed"])
-    alpha = DEMO["alpha"]
-    res = minimize(p, "klt-single-pass", epsilon=DEMO["epsilon"], delta=DEMO["delta"], alpha=alpha, seed=seed, progress=progress)
-    steps, traj = _demo_trajectory(res, held, alpha)
-    t0 = time.perf_counter()
-    ref = smoothed_sgd(p, alpha=alpha, steps=DEMO["ref_steps"], batch_size=DEMO["ref_batch"], lr=DEMO["ref_lr"], rng=seed, progress=False)
-    ref_sec = time.perf_counter() - t0
-    at0, out, ref_out = evaluate(held, p.x0, alpha), evaluate(held, res.x, alpha), evaluate(held, ref.x, alpha)
-    return jsonable(dict(problem=DEMO["problem"], n=n, n_test=len(held.data), evaluated_on=what, d=DEMO["d"], alpha=alpha, radius=2 * alpha,
-        seed=seed, backend=get_backend(), private=_demo_private(res, out, steps, traj),
-        reference=dict(algorithm="reference-sgd (NOT private)", steps=DEMO["ref_steps"], loss_out=ref_out["loss"],
-                       goldstein_out=ref_out["stationarity"], seconds=ref_sec, trace_steps=ref.steps),
-        loss_x0=at0["loss"], goldstein_x0=at0["stationarity"]))
-
-# %% ../../nbs/interface/50_cli.ipynb #4443ab55
-def format_demo(r:dict) -> str:
-    "The demo's short table."
-    pv, rf = r["private"], r["reference"]
-    head = (f"dpnb demo: {r['problem']} (n={r['n']}, d={r['d']}), Goldstein radius 2*alpha = {r['radius']:g}, backend {r['backend']}, "
-            f"{'seed ' + str(r['seed']) if r['seed'] is not None else 'unseeded'}\nevaluated on {r['n_test']} {r['evaluated_on']}")
-    rows = [f"{'':34}{'loss':>9}{'Goldstein norm':>17}{'seconds':>10}",
-            f"{'start x0':34}{r['loss_x0']:>9.4f}{r['goldstein_x0']:>17.4f}{'':>10}",
-            f"{'klt-single-pass, eps=' + format(pv['epsilon'], 'g'):34}{pv['loss_out']:>9.4f}{pv['goldstein_out']:>17.4f}{pv['seconds']:>10.2f}",
-            f"{'reference SGD (not private)':34}{rf['loss_out']:>9.4f}{rf['goldstein_out']:>17.4f}{rf['seconds']:>10.2f}"]
-    priv = (f"privacy: epsilon spent {pv['epsilon_spent']:.4g} of {pv['epsilon']:g} at delta {pv['delta']:g} ({pv['neighbouring']}); "
-            f"{pv['samples_used']} samples, each used at most {pv['max_uses_per_sample']} time; T={pv['T']}, period={pv['period']}, m={pv['m']}")
-    return "\n".join([head, *rows, priv])
-
-# %% ../../nbs/interface/50_cli.ipynb #4e4fc92d
-def plot_demo(r:dict, path):
-    "Save the trajectory plot (loss and Goldstein norm along the private run, with the reference) to `path`."
-    import matplotlib; matplotlib.use("Agg"); import matplotlib.pyplot as plt
-    pv, rf = r["private"], r["reference"]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.2))
-    a1.plot(pv["trajectory_steps"], pv["trajectory_loss"], "o-", ms=3, label=f"klt-single-pass, eps={pv['epsilon']:g}")
-    a1.axhline(rf["loss_out"], color="gray", ls="--", label="reference SGD (not private), final")
-    a1.set_xlabel("O2NC step"); a1.set_ylabel(r"held-out loss $F(\bar x_k)$"); a1.legend(fontsize=7)
-    a2.plot(pv["trajectory_steps"], pv["trajectory_goldstein"], "o-", ms=3)
-    a2.axhline(rf["goldstein_out"], color="gray", ls="--"); a2.axhline(pv["target_beta"], color="C3", ls=":", label=r"recipe's $\beta$")
-    a2.set_xlabel("O2NC step"); a2.set_ylabel(f"held-out Goldstein norm, radius {r['radius']:g}"); a2.legend(fontsize=7)
-    fig.suptitle(f"dpnb demo: {r['problem']}, n={r['n']}, d={r['d']}", fontsize=9); fig.tight_layout(); fig.savefig(path, dpi=100); plt.close(fig)
 
 # %% ../../nbs/interface/50_cli.ipynb #43f968a4
 def cmd_demo(args) -> int:
@@ -336,28 +263,6 @@ def _grid(specs) -> dict:
         if not eq or not key or not vals: raise ValueError(f"--grid {spec!r}: expected KEY=V1,V2,... (e.g. lr=0.5,2).")
         grid[key] = [_parse_overrides([f"{key}={v}"])[key] for v in vals.split(",")]
     return grid
-
-# %% ../../nbs/interface/50_cli.ipynb #d9bd483f
-def run_tune(req:RunRequest, # the data, the budget, the seed and the fixed overrides (alpha, beta and n are not used)
-             grid:dict, # {hyperparameter: [values]}
-             mean_runs:float=10.0, distribution:str="truncated-negative-binomial", validation_fraction:float=0.2, score:str="accuracy",
-            ) -> dict:
-    "`tune` on the request's data, as a JSON record: the released point, hyperparameters and noisy score, the selection's price, held-out scores."
-    algorithm, problem, data, epsilon, delta, seed = req.algorithm, req.problem, req.data, req.epsilon, req.delta, req.seed
-    if req.scale == "private": raise ValueError("`dpnb tune` takes --scale none or public: a private scaling would need its own share of the budget (use `dpnb run`).")
-    if data in (None, "synthetic"): raise ValueError("`dpnb tune` selects on your data: give --data (breast-cancer, digits or a file) and --test or --test-fraction.")
-    p, held, what, block, _, _ = run_inputs(replace(req, accountant="rdp", data_seed=0, n=None, d=None))
-    res = tune(p, algorithm, grid, epsilon, delta, mean_runs=mean_runs, distribution=distribution, validation_fraction=validation_fraction,
-               score=score, seed=seed, diagnostics="nonprivate" if req.nonprivate_diagnostics else None, **req.overrides)
-    r = dict(command="tune", algorithm=algorithm, problem=problem, data=block, grid=grid, seed=seed, seeded=res.seeded, backend=get_backend(),
-             hyperparameters=res.hyperparameters, score=dict(kind=score, noisy_value=res.score, note="the winner's noisy validation score: released"),
-             privacy=dict(private=True, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
-                          epsilon_spent=res.epsilon_spent, selection=dict(distribution=distribution, mean_runs=mean_runs), events=res.ledger.to_dicts()),
-             x_out=None if res.x is None else to_numpy(res.x))
-    if held is not None and res.x is not None:
-        r["evaluation"] = dict(data=what, n=len(held.data), accuracy_out=accuracy(p, res.x, held.data), note="held-out data are not private")
-    if req.nonprivate_diagnostics: r["nonprivate"] = dict(res.nonprivate, note="NOT private: K and every run's noisy score")
-    return jsonable(r)
 
 # %% ../../nbs/interface/50_cli.ipynb #ab3fba1b
 def cmd_tune(args) -> int:

@@ -22,10 +22,12 @@ from ..engine.registry import record_dict
 from .catalog import ALGORITHMS
 from .minimize import minimize, check_request, plan_run, planned_ledger
 from .cost import estimate_work, format_work, check_time, shaped, TooSlowError
+from .tuning import tune, accuracy
+from dataclasses import replace
 
 # %% auto #0
 __all__ = ['RunRequest', 'jsonable', 'evaluate', 'evaluation_block', 'load_loss', 'run_data', 'user_data', 'run_request',
-           'run_algorithm', 'run_inputs', 'dry_run']
+           'run_algorithm', 'run_inputs', 'dry_run', 'run_tune']
 
 # %% ../../nbs/planning/36_run_request.ipynb #2e047aeb
 @dataclass(frozen=True)
@@ -321,3 +323,25 @@ def dry_run(req:RunRequest) -> str:
     except TooSlowError as err: work = f"{format_work(estimate_work(p, plan))}\nover --max-seconds: `dpnb run` would refuse it. {err}"
     return "\n".join([f"dpnb run {algorithm} --dry-run: {plan.theorem}, n = {plan.n}, d = {plan.d}", f"price: {price}", repr(led),
                       f"plan: {plan.params!r}", work] + [f"warning: {w}" for w in plan.warnings])
+
+# %% ../../nbs/planning/36_run_request.ipynb #d9bd483f
+def run_tune(req:RunRequest, # the data, the budget, the seed and the fixed overrides (alpha, beta and n are not used)
+             grid:dict, # {hyperparameter: [values]}
+             mean_runs:float=10.0, distribution:str="truncated-negative-binomial", validation_fraction:float=0.2, score:str="accuracy",
+            ) -> dict:
+    "`tune` on the request's data, as a JSON record: the released point, hyperparameters and noisy score, the selection's price, held-out scores."
+    algorithm, problem, data, epsilon, delta, seed = req.algorithm, req.problem, req.data, req.epsilon, req.delta, req.seed
+    if req.scale == "private": raise ValueError("`dpnb tune` takes --scale none or public: a private scaling would need its own share of the budget (use `dpnb run`).")
+    if data in (None, "synthetic"): raise ValueError("`dpnb tune` selects on your data: give --data (breast-cancer, digits or a file) and --test or --test-fraction.")
+    p, held, what, block, _, _ = run_inputs(replace(req, accountant="rdp", data_seed=0, n=None, d=None))
+    res = tune(p, algorithm, grid, epsilon, delta, mean_runs=mean_runs, distribution=distribution, validation_fraction=validation_fraction,
+               score=score, seed=seed, diagnostics="nonprivate" if req.nonprivate_diagnostics else None, **req.overrides)
+    r = dict(command="tune", algorithm=algorithm, problem=problem, data=block, grid=grid, seed=seed, seeded=res.seeded, backend=get_backend(),
+             hyperparameters=res.hyperparameters, score=dict(kind=score, noisy_value=res.score, note="the winner's noisy validation score: released"),
+             privacy=dict(private=True, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
+                          epsilon_spent=res.epsilon_spent, selection=dict(distribution=distribution, mean_runs=mean_runs), events=res.ledger.to_dicts()),
+             x_out=None if res.x is None else to_numpy(res.x))
+    if held is not None and res.x is not None:
+        r["evaluation"] = dict(data=what, n=len(held.data), accuracy_out=accuracy(p, res.x, held.data), note="held-out data are not private")
+    if req.nonprivate_diagnostics: r["nonprivate"] = dict(res.nonprivate, note="NOT private: K and every run's noisy score")
+    return jsonable(r)
