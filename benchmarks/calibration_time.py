@@ -10,7 +10,7 @@ An algorithm whose recipe refuses n (too few records for its theorem) prints 're
 import sys, time, warnings
 import numpy as np
 from dpnotebooks import get_problem, plan
-from dpnotebooks.problems.base import Dataset
+from dpnotebooks.problems.dataset import Dataset
 from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.privacy import ledger, accounting as privacy; from dpnotebooks.planning import sosp_algorithm; from dpnotebooks.algorithms import sosp_erm, ganesh_sosp
 

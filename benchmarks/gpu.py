@@ -78,7 +78,7 @@ def torch_rows(p, hidden, batches, repeat):
     "from_torch's ghost clipped sum and per-sample gradients on CUDA and on the CPU, against one batched forward+backward on CUDA."
     import torch
     from dpnotebooks.problems.losses import from_torch
-    from dpnotebooks.problems.base import Dataset
+    from dpnotebooks.problems.dataset import Dataset
     rows, bce = [], torch.nn.functional.binary_cross_entropy_with_logits
     for b in batches:
         r = np.random.default_rng(b); A = r.normal(size=(b, p)); A /= np.linalg.norm(A, axis=1, keepdims=True); y = (r.random(b) < 0.5) * 1.0

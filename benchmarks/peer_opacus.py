@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 from dpnotebooks.core.backend import use_backend, asarray, to_numpy
-from dpnotebooks.problems.base import Dataset, Logistic
+from dpnotebooks.problems.base import Logistic
+from dpnotebooks.problems.dataset import Dataset
 from dpnotebooks.algorithms.dpsgd import MLP, dp_sgd
 from dpnotebooks.experiments.utility import utility_task
 

@@ -9,7 +9,8 @@ for the MLP.
 """
 import json, sys, time, warnings
 import numpy as np
-from dpnotebooks.problems.base import load_sklearn, Dataset, Logistic
+from dpnotebooks.problems.base import Logistic
+from dpnotebooks.problems.dataset import load_sklearn, Dataset
 from dpnotebooks.planning.minimize import minimize
 
 EPSILONS = (0.5, 1, 2, 4, 8)

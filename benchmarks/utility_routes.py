@@ -22,7 +22,8 @@ import argparse, math, warnings
 import numpy as np
 from scipy.optimize import brentq, minimize as sp_minimize
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from dpnotebooks.problems.base import Dataset, Logistic
+from dpnotebooks.problems.base import Logistic
+from dpnotebooks.problems.dataset import Dataset
 from dpnotebooks.experiments.utility import utility_task
 from dpnotebooks.planning.minimize import minimize
 from dpnotebooks.planning.tuning import accuracy

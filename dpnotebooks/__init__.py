@@ -42,7 +42,8 @@ The command line is `dpnb` (`dpnb --help`). The documentation is the notebooks, 
 
 # %% ../nbs/interface/51_package.ipynb #33c226ee
 from .core.backend import set_backend, get_backend, use_backend, available_backends
-from .problems.base import Dataset, Problem, get_problem, list_problems, load_file, with_data
+from .problems.base import Problem, get_problem, list_problems
+from .problems.dataset import Dataset, load_file, with_data
 from .privacy.ledger import Ledger, Result, BudgetExceededError
 from .engine.registry import Plan, InsufficientDataError
 from .planning.catalog import list_algorithms

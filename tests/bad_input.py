@@ -10,7 +10,8 @@ import numpy as np
 
 from dpnotebooks.core.backend import RNG, set_backend
 from dpnotebooks.core import streams
-from dpnotebooks.problems.base import Dataset, LinearModel, Problem, RobustRegression, get_problem, load_file
+from dpnotebooks.problems.base import LinearModel, Problem, RobustRegression, get_problem
+from dpnotebooks.problems.dataset import Dataset, load_file
 from dpnotebooks.planning.minimize import minimize
 from dpnotebooks.engine.registry import InsufficientDataError
 from dpnotebooks.privacy.tree import TreeMechanism

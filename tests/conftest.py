@@ -26,7 +26,7 @@ def backend(request):
 
 def untouchable(problem):
     "`problem` with data that raise on any access: proves a refusal came before any data was read."
-    from dpnotebooks.problems.base import Dataset
+    from dpnotebooks.problems.dataset import Dataset
     class Untouchable(Dataset):
         def __getitem__(self, idx): raise AssertionError("the data were read")
     problem.data = Untouchable(problem.data.A, problem.data.y)

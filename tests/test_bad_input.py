@@ -46,7 +46,8 @@ def test_out_of_spec_loss_warns_and_keeps_the_guarantee(algorithm):
     import numpy as np
     from dpnotebooks.privacy.clipping import ClippingWarning
     from dpnotebooks.planning.minimize import minimize
-    from dpnotebooks.problems.base import Dataset, RobustRegression, get_problem
+    from dpnotebooks.problems.base import RobustRegression, get_problem
+    from dpnotebooks.problems.dataset import Dataset
     p = get_problem("robust-regression", n=4000, d=4, seed=0)
     wrong = RobustRegression(Dataset(3 * p.data.A, p.data.y))
     with pytest.warns(ClippingWarning, match="L = 1 is probably too small"):

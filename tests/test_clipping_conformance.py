@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from dpnotebooks.core.backend import use_backend, to_numpy, asarray
 from dpnotebooks.privacy.clipping import clip_rows
-from dpnotebooks.problems.base import Dataset, Logistic, RobustRegression
+from dpnotebooks.problems.base import Logistic, RobustRegression
+from dpnotebooks.problems.dataset import Dataset
 from dpnotebooks.algorithms.dpsgd import MLP
 
 P, CLIP = 4, 0.7

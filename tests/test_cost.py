@@ -7,7 +7,8 @@ from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.planning import cost
 from dpnotebooks.planning.cost import (Work, estimate_work, count_work, check_time, fitting_settings, shaped, TooSlowError,
                               calibrate, Units)
-from dpnotebooks.problems.base import get_problem, with_data, Dataset
+from dpnotebooks.problems.base import get_problem
+from dpnotebooks.problems.dataset import with_data, Dataset
 from dpnotebooks.interface.cli import main
 from dpnotebooks.engine.faults import RunStopped
 

@@ -9,7 +9,8 @@ from dpnotebooks.interface.cli import main
 from dpnotebooks.problems.data import (code_labels, train_test_split, fit_private_scaler, private_scaler_ledger, compose, check_composition,
                               split_budget)
 from dpnotebooks.privacy.ledger import BudgetExceededError, Ledger, Release
-from dpnotebooks.problems.base import BREAST_CANCER_MEAN, BREAST_CANCER_STD, Dataset, LabelCodingWarning, get_problem
+from dpnotebooks.problems.base import get_problem
+from dpnotebooks.problems.dataset import BREAST_CANCER_MEAN, BREAST_CANCER_STD, Dataset, LabelCodingWarning
 
 def test_two_valued_labels_are_coded_for_the_loss_and_said():
     ds = Dataset(np.eye(4), [0, 1, 1, 0])

@@ -8,7 +8,8 @@ from dpnotebooks.core import backend as B
 from dpnotebooks.planning.minimize import minimize, plan_run, planned_ledger
 from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.engine.registry import InsufficientDataError
-from dpnotebooks.problems.base import Saddle, Dataset, with_data, get_problem
+from dpnotebooks.problems.base import Saddle, get_problem
+from dpnotebooks.problems.dataset import Dataset, with_data
 from dpnotebooks.interface.cli import AUDITS
 from dpnotebooks.planning.request import run_algorithm
 from dpnotebooks.algorithms.ganesh_sosp import ganesh_claimed_rate, direct_fix_curvature, ganesh_parameters, ganesh_releases

@@ -115,7 +115,7 @@ def test_torch_bad_input_is_named_and_the_module_comes_back():
     assert net.weight.dtype == torch.float32                                                     # the user's module is untouched
 
 def test_building_a_loss_reads_no_data_and_an_overspending_run_is_refused_before_reading():
-    from dpnotebooks.problems.base import Dataset
+    from dpnotebooks.problems.dataset import Dataset
     from dpnotebooks.privacy.ledger import BudgetExceededError
     class Untouchable(Dataset):
         def __getitem__(self, idx): raise AssertionError("the data were read")
@@ -153,7 +153,7 @@ def test_torch_on_cuda_gives_the_cpu_numbers_and_the_same_dp_sgd_run():
 
 def _with_nonfinite_rows(batch):
     "The batch with a NaN in row 3 and an inf in row 7: each must be zeroed and counted, never reach the sum."
-    from dpnotebooks.problems.base import Dataset
+    from dpnotebooks.problems.dataset import Dataset
     A = np.array(batch.A, dtype=float); A[3, 1], A[7, 0] = np.nan, np.inf
     return Dataset(A, np.asarray(batch.y))
 

@@ -8,7 +8,8 @@ from dpnotebooks.planning.minimize import minimize, plan_run
 from dpnotebooks.engine.registry import InsufficientDataError
 from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.privacy.ledger import BudgetExceededError
-from dpnotebooks.problems.base import get_problem, Dataset
+from dpnotebooks.problems.base import get_problem
+from dpnotebooks.problems.dataset import Dataset
 from dpnotebooks.problems.stationarity import goldstein_norm
 
 EPS, DELTA, ALPHA = 4.0, 1e-5, 0.05

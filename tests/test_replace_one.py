@@ -81,7 +81,8 @@ _COST = r'''
 import json, resource, sys, time, warnings
 import numpy as np
 warnings.simplefilter("ignore")
-from dpnotebooks.problems.base import get_problem, Dataset, with_data
+from dpnotebooks.problems.base import get_problem
+from dpnotebooks.problems.dataset import Dataset, with_data
 from dpnotebooks.planning.minimize import plan_run, planned_ledger
 out, base = {}, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 for key, (name, kw) in json.loads(sys.argv[1]).items():

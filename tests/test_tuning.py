@@ -2,7 +2,8 @@
 import math
 import numpy as np
 import pytest
-from dpnotebooks.problems.base import get_problem, with_data
+from dpnotebooks.problems.base import get_problem
+from dpnotebooks.problems.dataset import with_data
 from dpnotebooks.privacy.ledger import Ledger, Release, BudgetExceededError
 from dpnotebooks.planning.tuning import (TUNING_ORDERS, selection_epsilon, ledger_rdp, tune, accuracy, tnb_gamma,
                                 tnb_selection_rdp, SelectionLedger)

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 from dpnotebooks.core.backend import to_numpy
-from dpnotebooks.problems.base import Dataset
+from dpnotebooks.problems.dataset import Dataset
 from dpnotebooks.problems.data import public_scaler
 from dpnotebooks.experiments.utility import utility_experiment, utility_task, format_utility, UTILITY_DATASETS, _raw
 

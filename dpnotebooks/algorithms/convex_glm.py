@@ -14,7 +14,8 @@ from ..core.validation import check_positive, check_count, check_delta
 from ..privacy.ledger import Release, Ledger
 from ..privacy.clipping import ClipCounter, clip_rows, fo_grad_clipped
 from ..core.streams import DataStream
-from ..problems.base import Dataset, LinearModel
+from ..problems.base import LinearModel
+from ..problems.dataset import Dataset
 from .o2nc import clip_ball
 from functools import partial
 from ..engine.checkpoint import Checkpointer

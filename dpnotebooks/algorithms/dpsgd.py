@@ -14,7 +14,8 @@ from ..core.validation import check_positive, check_count
 from ..privacy.ledger import Release, Ledger
 from ..privacy.clipping import ClipCounter, Clipped, fo_grad_clipped, row_norms
 from ..core.streams import MultiPassView
-from ..problems.base import Dataset, Problem, check_points
+from ..problems.base import Problem, check_points
+from ..problems.dataset import Dataset
 from .o2nc import clip_ball
 from ..engine.checkpoint import Checkpointer
 from ..engine.runloop import run_loop

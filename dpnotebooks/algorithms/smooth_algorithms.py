@@ -150,6 +150,18 @@ def _run_spider(problem, plan, rng, x0, progress, ck) -> RunOutput:
     trace = dict(algorithm=plan.algorithm, plan=plan, x_last=out.w_last, g_norms=out.grad_norms)
     return RunOutput(out.w, int((view.uses > 0).sum()), view.max_uses, out.clip.diagnostics(), trace)
 
+# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #e9c63644
+def _spider(plan) -> Counts:
+    "Private SpiderBoost (ABGGMU Alg. 1): b1 gradients at a checkpoint, 2·b2 at a difference step."
+    p, d, n = plan.params, plan.d, plan.n; N1, N2 = period_counts(p.T, p.q)
+    sampling = n * (N1 * (p.b1 < n) + N2 * (p.b2 < n))
+    return Counts(p.T, grads=N1 * p.b1 + 2 * N2 * p.b2, draws=p.T * d + sampling, floats=min(CHUNK, 2 * d * max(p.b1, p.b2)),
+                  bound="expected" if (p.b1 < n or p.b2 < n) else "exact")
+
+ABGGMU_SPIDER = AlgorithmSpec("abggmu-spider", "ABGGMU Thm 1/9: Private SpiderBoost (ERM), Poisson batches, noise ∝ step length", spider_recipe,
+              access="multi-pass", run=lambda *a: _run_spider(*a), params=SpiderParams,
+              stationarity="gradient", ledger_at=lambda problem, plan, s: _spider_ledger(plan, s), planned=lambda problem, plan: _spider_ledger(plan), work=_spider, knobs=("T",))
+
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #fd664ebf
 def tree_spider_rate(n, d, epsilon, L0=1.0) -> float:
     "Thm 4's α = √2·L0·max{n^{−1/3}, (√d/(nε))^{1/2}}: the rate with constants 1 (the theorem's bound is 3α̃ = 3C̃α)."
@@ -236,6 +248,18 @@ def _run_tree_spider(problem, plan, rng, x0, progress, ck) -> RunOutput:
                       w0=x0, step_after_last_leaf=p.step_after_last_leaf, checkpoint=ck)
     trace = dict(algorithm=plan.algorithm, plan=plan, stopped=out.stopped, round=out.round, leaf=out.leaf, leaves=out.leaves)
     return RunOutput(out.w, stream.samples_used, stream.max_uses, out.clip.diagnostics(), trace)
+
+# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #aeea687f
+def _tree_spider(plan) -> Counts:
+    "Tree-Spider (ABGGMU Alg. 2): b at the root of a round, b/2^j at each of the 2^(j-1) right children of level j, two gradients each."
+    p, d = plan.params, plan.d; D, b = p.depth, p.b
+    per_round = b + sum(2 ** (j - 1) * 2 * (b >> j) for j in range(1, D + 1))
+    return Counts(p.T * 2 ** D, grads=p.T * per_round, draws=p.T * 2 ** D * d, floats=2 * d * b, bound="at most")
+
+ABGGMU_TREE_SPIDER = AlgorithmSpec("abggmu-tree-spider", "ABGGMU Thm 3/4: tree-based private Spider (population), single pass, disjoint nodes", tree_spider_recipe,
+              access="single-pass", run=lambda *a: _run_tree_spider(*a), params=TreeSpiderParams,
+              stationarity="gradient", ledger_at=lambda problem, plan, s: _tree_ledger(plan) if s >= 1 else Ledger(),
+              planned=lambda problem, plan: _tree_ledger(plan), work=_tree_spider, knobs=("T",))
 
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #d1e20149
 def convex_rate(n, d, epsilon, L0=1.0) -> float:
@@ -339,6 +363,17 @@ def _run_convex(problem, plan, rng, x0, progress, ck) -> RunOutput:
     trace = dict(algorithm=plan.algorithm, plan=plan, stage_outputs=out.stage_outputs, stages_per_sample=stream.max_uses)
     return RunOutput(out.w, stream.samples_used, stream.max_uses * (max(p.K) if p.subroutine == "noisy-gd" else 1), out.clip.diagnostics(), trace)
 
+# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #85dcf1a8
+def _convex(plan) -> Counts:
+    "NoisyGD stages (ABGGMU Alg. 3 + 7): m gradients at each of the K_t steps of stage t."
+    p, d = plan.params, plan.d; K = sum(p.K)
+    return Counts(K, grads=p.m * K, draws=K * d + plan.n, floats=p.m * d)
+
+ABGGMU_CONVEX = AlgorithmSpec("abggmu-convex", "ABGGMU Thm 5: recursive regularization + NoisyGD (convex population), disjoint stages", convex_recipe,
+              access="multi-pass", run=lambda *a: _run_convex(*a), params=ConvexParams,
+              stationarity="gradient", ledger_at=lambda problem, plan, s: _convex_ledger(plan, s),
+              planned=lambda problem, plan: _convex_ledger(plan), work=_convex)
+
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #3ca3fa4b
 class GLMParams(NamedTuple):
     "The parameters of the JL method, ABGGMU Alg. 4: a projection to R^k, then the base algorithm's own record there."
@@ -352,14 +387,18 @@ class GLMParams(NamedTuple):
     T = property(lambda self: self.inner.T, doc="the base's steps (or stages): what the JL method runs")
 
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #da1b783b
-_GLM_BASES = {"abggmu-spider": (lambda *a, **k: spider_recipe(*a, **k)), "abggmu-convex": (lambda *a, **k: convex_recipe(*a, **k))}
+GLM_BASES = ("abggmu-spider", "abggmu-convex")   # the JL method runs the spec of either (`_base`)
+
+def _base(name:str) -> AlgorithmSpec:
+    "The base algorithm's spec: its recipe, ledger, run and work, in R^k."
+    return {"abggmu-spider": ABGGMU_SPIDER, "abggmu-convex": ABGGMU_CONVEX}[name]
 
 def _check_glm(rank, base:str, k_rule:str="rank"):
     "A JL request: `rank` a positive integer given by the user, `base` a supported base algorithm."
     if rank is None: raise ValueError("abggmu-glm needs `rank`, a PUBLIC upper bound on the rank of the features (e.g. --set rank=5); "
                                       "it is never computed from the data, since that would leak information.")
     if not (isinstance(rank, (int, np.integer)) and rank >= 1): raise ValueError(f"`rank` must be a positive integer. Found {rank!r}.")
-    if base not in _GLM_BASES: raise ValueError(f"`base` must be one of {', '.join(_GLM_BASES)}. Found {base!r}.")
+    if base not in GLM_BASES: raise ValueError(f"`base` must be one of {', '.join(GLM_BASES)}. Found {base!r}.")
     if k_rule not in ("rank", "argmin"): raise ValueError(f"`k_rule` must be 'rank' or 'argmin'. Found {k_rule!r}.")
 
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #375bf034
@@ -395,7 +434,7 @@ _K_ARGMIN = ("k_rule='argmin': k = argmin_j g(j) + L0||X||log(n)/√j when that 
 def _glm_base(base, n, k, epsilon, delta, alpha, L0k, L1k, Phi, accountant, base_constants:dict) -> tuple:
     "(the base's plan in R^k, the base's own condition on n there)."
     n_min = spider_n_min(k, epsilon, delta, L0k, L1k, Phi) if base == "abggmu-spider" else 0   # the base's own condition in R^k
-    return _GLM_BASES[base](n, k, epsilon, delta, alpha, None, L0k, Phi, accountant=accountant, L1=L1k, **base_constants), n_min
+    return _base(base).recipe(n, k, epsilon, delta, alpha, None, L0k, Phi, accountant=accountant, L1=L1k, **base_constants), n_min
 
 def _glm_plan(bp:Plan, base, rank, x_norm, L, L1, d, beta, rate:float, need:int, chosen:bool, k_rule:str="rank") -> Plan:
     "The JL plan around the base's plan `bp` (whose d is k)."
@@ -431,41 +470,19 @@ def glm_recipe(n:int, d:int, epsilon:float, delta:float,
     return _glm_plan(bp, base, rank, x_norm, L, L1, d, beta, rate(n), max(need, n_min), chosen, k_rule)
 
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #d9890e51
-def _spider(plan) -> Counts:
-    "Private SpiderBoost (ABGGMU Alg. 1): b1 gradients at a checkpoint, 2·b2 at a difference step."
-    p, d, n = plan.params, plan.d, plan.n; N1, N2 = period_counts(p.T, p.q)
-    sampling = n * (N1 * (p.b1 < n) + N2 * (p.b2 < n))
-    return Counts(p.T, grads=N1 * p.b1 + 2 * N2 * p.b2, draws=p.T * d + sampling, floats=min(CHUNK, 2 * d * max(p.b1, p.b2)),
-                  bound="expected" if (p.b1 < n or p.b2 < n) else "exact")
-
-def _tree_spider(plan) -> Counts:
-    "Tree-Spider (ABGGMU Alg. 2): b at the root of a round, b/2^j at each of the 2^(j-1) right children of level j, two gradients each."
-    p, d = plan.params, plan.d; D, b = p.depth, p.b
-    per_round = b + sum(2 ** (j - 1) * 2 * (b >> j) for j in range(1, D + 1))
-    return Counts(p.T * 2 ** D, grads=p.T * per_round, draws=p.T * 2 ** D * d, floats=2 * d * b, bound="at most")
-
-def _convex(plan) -> Counts:
-    "NoisyGD stages (ABGGMU Alg. 3 + 7): m gradients at each of the K_t steps of stage t."
-    p, d = plan.params, plan.d; K = sum(p.K)
-    return Counts(K, grads=p.m * K, draws=K * d + plan.n, floats=p.m * d)
-
-_BASE_WORK = {"abggmu-spider": _spider, "abggmu-convex": _convex}   # the JL method's bases
-
 def _glm(plan) -> Counts:
     g = plan.params
-    inner = _BASE_WORK[g.base](plan._replace(d=g.k, params=g.inner, algorithm=g.base))
+    inner = _base(g.base).work(plan._replace(d=g.k, params=g.inner, algorithm=g.base))
     return inner._replace(draws=inner.draws + g.k * plan.d, floats=max(inner.floats, plan.n * g.k))
 
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #29dea83b
-_BASE_RUN = {"abggmu-spider": lambda *a: _run_spider(*a), "abggmu-convex": lambda *a: _run_convex(*a)}
-_BASE_LEDGER = {"abggmu-spider": lambda plan, s=None: _spider_ledger(plan, s), "abggmu-convex": lambda plan, s=None: _convex_ledger(plan, s)}
-
 def _base_plan(plan) -> Plan:
     "The base algorithm's plan inside a JL plan: its record, in dimension k."
     return plan._replace(d=plan.params.k, params=plan.params.inner)
 
 def _glm_ledger(plan, steps:int|None=None) -> Ledger:
-    return _BASE_LEDGER[plan.params.base](_base_plan(plan), steps)
+    base, inner = _base(plan.params.base), _base_plan(plan)
+    return base.planned(None, inner) if steps is None else base.ledger_at(None, inner, steps)
 
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #4805c144
 def _run_glm(problem, plan, rng, x0, progress, ck) -> RunOutput:
@@ -476,7 +493,7 @@ def _run_glm(problem, plan, rng, x0, progress, ck) -> RunOutput:
     _check_L1(problem, g.L1_link, "abggmu-glm")
     runs = []
     def solve(proj, r):
-        runs.append(_BASE_RUN[g.base](proj, _base_plan(plan), r, asarray(np.zeros(g.k)), progress, ck)); return runs[-1].x
+        runs.append(_base(g.base).run(proj, _base_plan(plan), r, asarray(np.zeros(g.k)), progress, ck)); return runs[-1].x
     out = jl_method(problem, g.k, solve, x_norm=g.x_norm, rng=rng.child(ORACLE_STREAM))
     res = runs[-1]
     trace = dict(res.trace, algorithm=plan.algorithm, plan=plan, w_tilde=out.w_tilde)
@@ -484,18 +501,6 @@ def _run_glm(problem, plan, rng, x0, progress, ck) -> RunOutput:
     return res._replace(x=out.w, trace=trace, nonprivate=nonprivate)
 
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #0bbc65ba
-ABGGMU_SPIDER = AlgorithmSpec("abggmu-spider", "ABGGMU Thm 1/9: Private SpiderBoost (ERM), Poisson batches, noise ∝ step length", spider_recipe,
-              access="multi-pass", run=lambda *a: _run_spider(*a), params=SpiderParams,
-              stationarity="gradient", ledger_at=lambda problem, plan, s: _spider_ledger(plan, s), planned=lambda problem, plan: _spider_ledger(plan), work=_spider, knobs=("T",))
-ABGGMU_TREE_SPIDER = AlgorithmSpec("abggmu-tree-spider", "ABGGMU Thm 3/4: tree-based private Spider (population), single pass, disjoint nodes", tree_spider_recipe,
-              access="single-pass", run=lambda *a: _run_tree_spider(*a), params=TreeSpiderParams,
-              stationarity="gradient", ledger_at=lambda problem, plan, s: _tree_ledger(plan) if s >= 1 else Ledger(),
-              planned=lambda problem, plan: _tree_ledger(plan), work=_tree_spider, knobs=("T",))
-ABGGMU_CONVEX = AlgorithmSpec("abggmu-convex", "ABGGMU Thm 5: recursive regularization + NoisyGD (convex population), disjoint stages", convex_recipe,
-              access="multi-pass", run=lambda *a: _run_convex(*a), params=ConvexParams,
-              stationarity="gradient", ledger_at=lambda problem, plan, s: _convex_ledger(plan, s),
-              planned=lambda problem, plan: _convex_ledger(plan), work=_convex)
 ABGGMU_GLM = AlgorithmSpec("abggmu-glm", "ABGGMU Thm 6/Cor 1: JL method for GLMs (public rank bound) over abggmu-spider or abggmu-convex", glm_recipe,
               access="multi-pass", run=lambda *a: _run_glm(*a), params=GLMParams, stationarity="gradient",
               ledger_at=lambda problem, plan, s: _glm_ledger(plan, s), planned=lambda problem, plan: _glm_ledger(plan), work=_glm)
-

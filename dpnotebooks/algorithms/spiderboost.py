@@ -15,7 +15,8 @@ from ..core.validation import check_positive, check_count, check_delta
 from ..privacy.ledger import Release, Ledger, calibrate_ledger
 from ..privacy.clipping import ClipCounter, clip_rows
 from ..core.streams import DataStream, MultiPassView
-from ..problems.base import Dataset, LinearModel
+from ..problems.base import LinearModel
+from ..problems.dataset import Dataset
 from functools import partial
 from ..engine.checkpoint import Checkpointer
 from ..engine.runloop import run_loop, Stop

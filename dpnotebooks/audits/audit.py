@@ -13,7 +13,8 @@ from scipy import stats
 from ..core.backend import to_numpy, make_rng
 from ..privacy.accounting import calibrate_gaussian, calibrate_tree, gaussian_event, tree_event, epsilon_of
 from ..privacy.tree import TreeMechanism
-from ..problems.base import Dataset, Logistic
+from ..problems.base import Logistic
+from ..problems.dataset import Dataset
 from ..privacy.clipping import zo_two_point_clipped
 
 # %% auto #0

@@ -11,7 +11,8 @@ from typing import NamedTuple, Callable
 import numpy as np
 from ..core.backend import get_xp, to_numpy, make_rng, RNG
 from ..privacy.accounting import gaussian_event, epsilon_of
-from ..problems.base import Dataset, LinearModel
+from ..problems.base import LinearModel
+from ..problems.dataset import Dataset
 from ..privacy.tree import TreeMechanism, nodes_containing
 from ..algorithms.o2nc import period_position
 from ..planning.minimize import plan_run

@@ -10,7 +10,8 @@ import math
 from typing import NamedTuple
 import numpy as np
 from ..core.backend import to_numpy, make_rng
-from ..problems.base import Dataset, LinearModel
+from ..problems.base import LinearModel
+from ..problems.dataset import Dataset
 from ..privacy.accounting import calibrate_gaussian, gaussian_event, epsilon_of
 from ..core.streams import DataStream
 from .audit import AuditResult, epsilon_lower_bound

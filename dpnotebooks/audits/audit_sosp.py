@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 import numpy as np
 from ..core.backend import to_numpy, make_rng, vnorm
-from ..problems.base import Dataset, Saddle
+from ..problems.base import Saddle
+from ..problems.dataset import Dataset
 from ..privacy.accounting import gaussian_event, epsilon_of
 from ..privacy.tree import nodes_containing
 from .audit import epsilon_lower_bound

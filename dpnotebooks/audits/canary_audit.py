@@ -10,7 +10,7 @@ import json, math, os, tempfile, warnings
 from typing import Callable, NamedTuple
 import numpy as np
 from ..core.backend import to_numpy
-from ..problems.base import Dataset, with_data
+from ..problems.dataset import Dataset, with_data
 from .audit import epsilon_lower_bound
 from ..engine.faults import RunStopped
 

@@ -11,7 +11,7 @@ from typing import NamedTuple, Callable
 import numpy as np
 from scipy import stats
 from ..core.backend import to_numpy, make_rng
-from ..problems.base import Dataset
+from ..problems.dataset import Dataset
 from ..engine.registry import InsufficientDataError
 from ..planning.minimize import plan_run
 from ..planning.catalog import ALGORITHMS

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import NamedTuple, Callable
 import numpy as np
 from ..core.backend import to_numpy, asarray, backend_dtype
-from ..problems.base import Problem, Dataset
+from ..problems.base import Problem
+from ..problems.dataset import Dataset
 
 # %% auto #0
 __all__ = ['MAGIC', 'FORMAT', 'CheckpointError', 'CheckpointWriteError', 'RunInterrupted', 'content_hash', 'problem_description',

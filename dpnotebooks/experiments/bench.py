@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from ..core.backend import available_backends, default_chunk, get_backend, get_dtype, get_xp, make_rng, use_backend
-from ..problems.base import ReluNet, RobustRegression, Dataset
+from ..problems.base import ReluNet, RobustRegression
+from ..problems.dataset import Dataset
 from ..algorithms.zo_oracles import block_sizes, clipped_block_mean, zo_blocks
 from ..privacy.tree import TreeMechanism
 

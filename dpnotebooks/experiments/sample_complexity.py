@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Callable
 import numpy as np
 from ..core.backend import get_xp, make_rng, asarray, to_numpy
-from ..problems.base import Dataset, RobustRegression, normalize_rows
+from ..problems.base import RobustRegression
+from ..problems.dataset import Dataset, normalize_rows
 from ..problems.stationarity import goldstein_norm
 from ..planning.minimize import minimize
 from ..engine.registry import InsufficientDataError
@@ -267,7 +268,7 @@ def experiment_executor(jobs:int, # local Dask workers, one process each (1 and 
     import contextlib
     if int(jobs) < 1: raise ValueError(f"`jobs` must be a positive integer. Found {jobs!r}.")
     if scheduler is None and int(jobs) == 1: return contextlib.nullcontext(None)
-    from dpnotebooks.problems.base import optional_import
+    from dpnotebooks.problems.dataset import optional_import
     dist = optional_import("distributed", "Dask workers (--jobs above 1 or --scheduler)", "experiments", "dask[distributed]")   # before any run
     @contextlib.contextmanager
     def dask_executor():

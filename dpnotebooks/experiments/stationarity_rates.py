@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, functools
 import numpy as np
 from ..core.backend import make_rng, asarray, to_numpy
-from ..problems.base import Dataset
+from ..problems.dataset import Dataset
 from ..algorithms.spiderboost import GemanMcClure
 from ..planning.minimize import minimize
 from ..engine.registry import InsufficientDataError

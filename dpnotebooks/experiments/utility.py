@@ -10,7 +10,8 @@ import math, time, functools, warnings
 from typing import NamedTuple
 import numpy as np
 from ..core.backend import to_numpy
-from ..problems.base import Dataset, Logistic, BREAST_CANCER_MEAN, BREAST_CANCER_STD, optional_import
+from ..problems.base import Logistic
+from ..problems.dataset import Dataset, BREAST_CANCER_MEAN, BREAST_CANCER_STD, optional_import
 from ..problems.data import code_labels, train_test_split, public_scaler
 from ..planning.minimize import minimize
 from ..engine.registry import InsufficientDataError

@@ -10,7 +10,8 @@ import argparse, json, sys
 from pathlib import Path
 import numpy as np
 from ..core.backend import set_backend, BackendUnavailableError, BACKENDS
-from ..problems.base import list_problems, MissingExtraError
+from ..problems.base import list_problems
+from ..problems.dataset import MissingExtraError
 from ..problems.data import SCALE_SHARE
 from ..privacy.accounting import ACCOUNTANTS, DEFAULT_ACCOUNTANT
 from ..privacy.ledger import BudgetExceededError

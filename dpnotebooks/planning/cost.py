@@ -10,7 +10,7 @@ import math, time, warnings
 from typing import NamedTuple, Callable
 import numpy as np
 from ..core.backend import asarray, get_backend, get_dtype, get_xp, make_rng
-from ..problems.base import Dataset, with_data
+from ..problems.dataset import Dataset, with_data
 from ..engine.registry import Counts
 from .catalog import ALGORITHMS, get_algorithm
 from ..core.smoothing import two_point_differences, zo_from_differences

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 from ..core.backend import get_backend, to_numpy, make_rng
-from ..problems.base import get_problem, load_file, with_data, PROBLEMS, Dataset, load_sklearn
+from ..problems.base import get_problem, PROBLEMS
+from ..problems.dataset import load_file, with_data, Dataset, load_sklearn
 from ..problems.data import (code_labels, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig

@@ -17,7 +17,7 @@ from ..core.backend import get_xp, asarray, to_numpy, make_rng
 from ..privacy.accounting import calibrate_gaussian, NEIGHBOURING
 from ..privacy.ledger import Ledger, Release, BudgetExceededError, POISSON_RDP_ORDERS, replace_one_poisson_rdp
 from ..core.validation import check_positive, check_delta
-from ..problems.base import with_data
+from ..problems.dataset import with_data
 from .catalog import get_algorithm
 
 # %% auto #0

@@ -7,219 +7,15 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/problems/problems.html.md"""
 # %% ../../nbs/problems/04_problems.ipynb #9d3818be
 from __future__ import annotations
 import math
-from pathlib import Path
 import numpy as np
-from ..core.backend import get_xp, get_backend, get_dtype, get_device, asarray, to_numpy, vnorm, make_rng, einsum, take_rows
+from ..core.backend import get_xp, get_backend, get_dtype, get_device, asarray, to_numpy, vnorm, make_rng, einsum
 from ..privacy.clipping import Clipped, zero_nonfinite, row_norms
+from .dataset import Dataset, normalize_rows, check_finite, load_file, load_sklearn
 
 # %% auto #0
-__all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'BLOCK_ELEMENTS', 'PROBLEMS', 'Dataset', 'normalize_rows', 'scale_records',
-           'with_data', 'MissingExtraError', 'optional_import', 'load_sklearn', 'LabelCodingWarning', 'load_file',
-           'check_points', 'Problem', 'LinearModel', 'RobustRegression', 'PhaseRetrieval', 'Logistic', 'SigmoidGLM',
-           'ReluNet', 'check_gradients', 'Saddle', 'saddle_base', 'saddle_base_grad', 'list_problems', 'get_problem',
-           'check_loss']
-
-# %% ../../nbs/problems/04_problems.ipynb #a8508abd
-def _numeric(kind) -> bool:
-    "Is `kind` (a numpy dtype or a backend's dtype object) bool, integer or floating?"
-    try: return np.dtype(str(kind).rsplit(".", 1)[-1]).kind in "biuf"   # 'float64', 'torch.float64', 'array_api_strict.int64'
-    except TypeError: return False
-
-class Dataset:
-    "Features `A` (n, p) and targets `y` (n,) on the active backend; indexing returns a sub-`Dataset`."
-    def __init__(self, A, y, name:str="data"):
-        for what, v in (("features A", A), ("targets y", y)):
-            kind = getattr(np.asarray(v) if not hasattr(v, "dtype") else v, "dtype", None)
-            if kind is not None and not _numeric(kind):
-                raise ValueError(f"Dataset {what} must be numeric (int or float). Found dtype {kind}: convert or encode the column first.")
-        self.A, self.y, self.name = asarray(A), asarray(y), name
-        if self.A.ndim != 2: raise ValueError(f"Dataset features must be a 2-D array (n, p). Found shape {tuple(self.A.shape)}.")
-        if self.y.shape != (self.A.shape[0],):
-            raise ValueError(f"Dataset targets must have shape ({self.A.shape[0]},) to match the features. Found {tuple(self.y.shape)}.")
-    def __len__(self): return int(self.A.shape[0])
-    def _rows(self, A, y):
-        "A sub-dataset of rows already checked: no second check (a step draws one per batch)."
-        sub = object.__new__(type(self)); sub.A, sub.y, sub.name = A, y, self.name
-        return sub
-    def __getitem__(self, idx):
-        "Rows `idx`: a slice, integer indices (host or device) or a boolean mask; the rows stay on the device."
-        if isinstance(idx, slice): return self._rows(self.A[idx, ...], self.y[idx])
-        if isinstance(idx, np.ndarray): is_mask = idx.dtype == np.bool_     # the common case, without naming the dtype (15 µs)
-        else: is_mask = getattr(idx, "dtype", None) is not None and str(idx.dtype).rsplit(".", 1)[-1] == "bool"
-        if is_mask:
-            if isinstance(idx, np.ndarray): idx = np.flatnonzero(idx)      # a host mask: its row numbers
-            else: return self._rows(self.A[idx], self.y[idx])              # a device mask, the sole index
-        return self._rows(take_rows(self.A, idx), take_rows(self.y, idx))
-    @property
-    def p(self): return int(self.A.shape[1])
-    def __repr__(self): return f"Dataset({self.name!r}, n={len(self)}, p={self.p})"
-
-# %% ../../nbs/problems/04_problems.ipynb #c606943e
-def normalize_rows(A, max_norm:float=1.0):
-    "Scale each row of `A` with norm above `max_norm` down to norm `max_norm` (a per-record map)."
-    xp = get_xp(); A = asarray(A)
-    norms = xp.linalg.vector_norm(A, axis=1, keepdims=True)
-    return A / xp.maximum(1.0, norms / max_norm)
-
-def _check_finite(arr, what:str):
-    "Refuse NaN/inf: one device reduction (a sync); only on failure is the array copied to the host to name the first bad entry."
-    if not isinstance(arr, np.ndarray):
-        xp = get_xp()
-        if bool(xp.all(xp.isfinite(arr))): return
-    a = to_numpy(arr)
-    if not np.all(np.isfinite(a)):
-        bad = np.argwhere(~np.isfinite(a))[0]
-        raise ValueError(f"{what} contains NaN or inf (first at index {tuple(int(i) for i in bad)}). Remove or impute those entries first.")
-
-# %% ../../nbs/problems/04_problems.ipynb #97938cc1
-def _labels(y01, labels:str):
-    y01 = np.asarray(y01, dtype=float)
-    if labels == "pm1": return 2 * y01 - 1
-    if labels == "01": return y01
-    raise ValueError(f"`labels` must be 'pm1' or '01'. Found {labels!r}.")
-
-# %% ../../nbs/problems/04_problems.ipynb #78262a99
-# Fixed public constants for breast-cancer: each feature's mean and standard deviation over the 569 records of the public
-# dataset, computed once and written here (4 digits). They do not move when a record of the data passed in changes.
-BREAST_CANCER_MEAN = (14.13, 19.29, 91.97, 654.9, 0.09636, 0.1043, 0.0888, 0.04892, 0.1812, 0.0628, 0.4052, 1.217, 2.866, 40.34,
-                      0.007041, 0.02548, 0.03189, 0.0118, 0.02054, 0.003795, 16.27, 25.68, 107.3, 880.6, 0.1324, 0.2543, 0.2722,
-                      0.1146, 0.2901, 0.08395)
-BREAST_CANCER_STD = (3.521, 4.297, 24.28, 351.6, 0.01405, 0.05277, 0.07965, 0.03877, 0.02739, 0.007054, 0.2771, 0.5512, 2.02,
-                     45.45, 0.003, 0.01789, 0.03016, 0.006165, 0.008259, 0.002644, 4.829, 6.141, 33.57, 568.9, 0.02281, 0.1572,
-                     0.2084, 0.06567, 0.06181, 0.01805)
-
-def scale_records(X, center, scale, max_norm:float=1.0):
-    "(x − center)/scale/√p per record, then projected into the ball of radius `max_norm`: a per-record map with fixed constants."
-    X = np.asarray(X, dtype=float)
-    return normalize_rows((X - np.asarray(center)) / np.asarray(scale) / math.sqrt(X.shape[1]), max_norm)
-
-# %% ../../nbs/problems/04_problems.ipynb #f1556850
-def with_data(problem, data):
-    "The same loss, constants and x0 on other data (a shallow copy with `data` replaced): e.g. a held-out split."
-    import copy
-    q = copy.copy(problem); q.data = data
-    return q
-
-# %% ../../nbs/problems/04_problems.ipynb #67de6353
-class MissingExtraError(ImportError):
-    "An optional dependency is not installed; the message names the dpnotebooks extra that installs it."
-
-def optional_import(module:str, # the module to import, e.g. 'sklearn.datasets'
-                    what:str, # who needs it, for the message: e.g. "the 'breast-cancer' dataset"
-                    extra:str, # the dpnotebooks extra that installs it, e.g. 'datasets'
-                    package:str|None=None, # the name pip installs when it differs from the module's (e.g. 'scikit-learn')
-                   ):
-    "The module of an optional dependency, or a `MissingExtraError` naming the extra that installs it (call it before any data is read)."
-    import importlib
-    top = module.split(".")[0]
-    try: return importlib.import_module(module)
-    except ModuleNotFoundError as err:
-        if (err.name or "").split(".")[0] != top: raise              # the package is there but broken: its own error
-        raise MissingExtraError(f'{what} needs {package or top}: pip install "dpnotebooks[{extra}]"') from err
-
-def load_sklearn(name:str, # 'breast-cancer' or 'digits'
-                 labels:str="pm1", # target coding: 'pm1' or '01'
-                 standardize:bool=True, # breast-cancer only: z-score with the fixed public constants above (False: raw features)
-                ) -> Dataset:
-    "A real dataset bundled with scikit-learn, each record mapped on its own (public constants) into the unit ball."
-    if name not in ("breast-cancer", "digits"): raise ValueError(f"Unknown bundled dataset {name!r}: choose 'breast-cancer' or 'digits'.")
-    skd = optional_import("sklearn.datasets", f"the {name!r} dataset", "datasets", "scikit-learn")
-    if name == "breast-cancer":
-        X, t = skd.load_breast_cancer(return_X_y=True)
-        A = scale_records(X, BREAST_CANCER_MEAN, BREAST_CANCER_STD) if standardize else scale_records(X, 0.0, 1.0)
-    elif name == "digits":
-        X, t = skd.load_digits(return_X_y=True); t = (t >= 5)                # digits 5-9 vs 0-4
-        A = scale_records(X, 0.0, 16.0)                                       # pixels lie in [0, 16]
-    return Dataset(A, _labels(t, labels), name)
-
-
-# %% ../../nbs/problems/04_problems.ipynb #30452485
-def _floats(path:Path, i:int, l:str, cells:list) -> list:
-    try: return [float(v) for v in cells]
-    except ValueError: raise ValueError(f"{path.name}, line {i}: {l[:60]!r} is not a row of comma-separated numbers. Fix or remove it.") from None
-
-def _read_csv(path:Path, target:int|str=-1) -> tuple:
-    "(X, y) from a .csv: an optional header line, then equally long rows of numbers; y (column `target`) may hold text labels."
-    lines = [(i, [v.strip() for v in l.split(",")], l) for i, l in enumerate(path.read_text().splitlines(), 1) if l.strip()]
-    width = len(lines[0][1]) if lines else 0
-    if width == 1: raise ValueError(f"{path.name} has one column: it needs features and a last column y.")
-    t = (lines[0][1].index(target) if lines and target in lines[0][1] else None) if isinstance(target, str) else target
-    if lines and (t is None or not -width <= t < width):
-        raise ValueError(f"{path.name}: no target column {target!r} among its {width} columns. Pass target= a column index or a header name.")
-    if lines:
-        t %= width; i0, c0, l0 = lines[0]
-        try: _floats(path, i0, l0, c0[:t] + c0[t + 1:])
-        except ValueError: lines = lines[1:]                              # a header line
-    if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, the last column being y.")
-    X, y = [], []
-    for i, cells, l in lines:
-        if len(cells) != width: raise ValueError(f"{path.name}, line {i}: {len(cells)} columns where the first row has {width}. Every row needs the same columns.")
-        X.append(_floats(path, i, l, cells[:t] + cells[t + 1:])); y.append(cells[t])
-    try: y = np.asarray([float(v) for v in y])
-    except ValueError: y = np.asarray(y)                                  # text labels: coded by `from_arrays`
-    return np.asarray(X, dtype=float), y
-
-# %% ../../nbs/problems/04_problems.ipynb #d3b66024
-class LabelCodingWarning(UserWarning):
-    "Labels were recoded (text to numbers, or to the coding a loss needs): the message names the mapping."
-
-def _text_labels(y, classes, name:str):
-    "Text labels -> 0, 1, ... in the order of `classes` (default sorted); the label set is public schema."
-    found = sorted(set(y.tolist()))
-    classes = found if classes is None else [str(c) for c in classes]
-    if not set(found) <= set(classes): raise ValueError(f"{name}: the labels include values outside classes={classes}. Declare every class, or drop those rows.")
-    import warnings
-    warnings.warn(f"{name}: text labels {classes} read as {list(range(len(classes)))}.", LabelCodingWarning, stacklevel=3)
-    return np.asarray([classes.index(v) for v in y.tolist()], dtype=float)
-
-def _from_arrays(cls, X, # features (n, p), raw: not scaled here
-                 y, # targets (n,): numbers, or text labels
-                 name:str="data", # a name for messages
-                 classes=None, # text labels' order (default sorted): classes[k] becomes k
-                ) -> Dataset:
-    "Raw features and targets as a `Dataset`, checked for shapes and NaN/inf (no scaling: see `dpnotebooks.problems.data`)."
-    X, y = np.asarray(X), np.asarray(y)
-    if y.dtype.kind in "USO": y = _text_labels(y, classes, name)
-    if X.dtype.kind not in "biuf": raise ValueError(f"{name}: features X must be numbers. Found dtype {X.dtype}: encode those columns first.")
-    if X.ndim != 2 or y.shape != (X.shape[0],): raise ValueError(f"{name}: X must be (n, p) and y (n,). Found {X.shape} and {y.shape}.")
-    _check_finite(X, f"{name}: X"); _check_finite(y, f"{name}: y")
-    return cls(X, y, name)
-Dataset.from_arrays = classmethod(_from_arrays)
-
-# %% ../../nbs/problems/04_problems.ipynb #5344571f
-def _from_npz(cls, path:str|Path, name:str|None=None, classes=None) -> Dataset:
-    "A `Dataset` from a .npz holding arrays `X` and `y` (raw)."
-    path = _existing(path)
-    with np.load(path) as f:
-        if "X" not in f or "y" not in f: raise ValueError(f"{path.name} must contain arrays 'X' and 'y'. Found {sorted(f.keys())}.")
-        X, y = np.asarray(f["X"]), np.asarray(f["y"])
-    return cls.from_arrays(X, y, name or path.stem, classes)
-
-def _from_csv(cls, path:str|Path, target:int|str=-1, name:str|None=None, classes=None) -> Dataset:
-    "A `Dataset` from a .csv of numbers (raw); `target` is y's column (index or header name), the others are features."
-    path = _existing(path)
-    return cls.from_arrays(*_read_csv(path, target), name or path.stem, classes)
-
-def _from_file(cls, path:str|Path, **kw) -> Dataset:
-    "`from_npz` or `from_csv` by the file's suffix."
-    path = _existing(path)
-    if path.suffix == ".npz": return cls.from_npz(path, **kw)
-    if path.suffix == ".csv": return cls.from_csv(path, **kw)
-    raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (last column y).")
-
-def _existing(path) -> Path:
-    path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"Data file {str(path)!r} does not exist.")
-    return path
-Dataset.from_npz, Dataset.from_csv, Dataset.from_file = classmethod(_from_npz), classmethod(_from_csv), classmethod(_from_file)
-
-# %% ../../nbs/problems/04_problems.ipynb #c21ce846
-def load_file(path:str|Path, # a .npz with arrays X and y, or a .csv whose last column is y
-              max_norm:float=1.0, # rows are projected into the ball of this radius
-             ) -> Dataset:
-    "User data from `.npz` or `.csv` (`Dataset.from_file`), with rows projected into the unit ball (a per-record map)."
-    ds = Dataset.from_file(path)
-    return Dataset(normalize_rows(ds.A, max_norm), ds.y, ds.name)
+__all__ = ['BLOCK_ELEMENTS', 'PROBLEMS', 'check_points', 'Problem', 'LinearModel', 'RobustRegression', 'PhaseRetrieval',
+           'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle', 'saddle_base', 'saddle_base_grad',
+           'list_problems', 'get_problem', 'check_loss']
 
 # %% ../../nbs/problems/04_problems.ipynb #a315397a
 def check_points(X, dim:int, name:str="X", each:bool=False):
@@ -229,7 +25,7 @@ def check_points(X, dim:int, name:str="X", each:bool=False):
     if X.ndim != want or X.shape[-1] != dim:
         shape = "(b, k, d)" if each else "(k, d)"
         raise ValueError(f"`{name}` must have shape {shape} with d = {dim}. Found {tuple(X.shape)}; for a single point x use x[None].")
-    _check_finite(X, f"`{name}`")
+    check_finite(X, f"`{name}`")
     return X
 
 # %% ../../nbs/problems/04_problems.ipynb #f79d2134

@@ -10,7 +10,7 @@ import math, warnings
 from typing import NamedTuple
 import numpy as np
 from ..core.backend import to_numpy, make_rng
-from .base import Dataset, LabelCodingWarning, normalize_rows, scale_records
+from .dataset import Dataset, LabelCodingWarning, normalize_rows, scale_records
 from ..privacy.ledger import Ledger, Release, BudgetExceededError, calibrate_ledger, check_budget
 from ..privacy.accounting import DEFAULT_ACCOUNTANT
 

@@ -10,7 +10,8 @@ import copy, math
 import numpy as np
 from ..core.backend import asarray, to_numpy, get_xp
 from ..privacy.clipping import Clipped, clip_rows
-from .base import Problem, Dataset
+from .base import Problem
+from .dataset import Dataset
 from ..core.validation import check_positive
 
 # %% auto #0

@@ -10,7 +10,8 @@ import math
 import numpy as np
 from scipy.special import gammaln, betainc
 from ..core.backend import get_xp, asarray, to_numpy, make_rng
-from .base import Problem, Dataset, PROBLEMS
+from .base import Problem, PROBLEMS
+from .dataset import Dataset
 
 # %% auto #0
 __all__ = ['FP_M_MAX', 'LowerBound', 'thm7_bound', 'thm7_rate', 'thm2_bound', 'thm2_rate', 'thm2_fp_bound']
