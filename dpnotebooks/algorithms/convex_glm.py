@@ -20,6 +20,7 @@ from .o2nc import clip_ball
 from functools import partial
 from ..engine.checkpoint import Checkpointer
 from ..engine.runloop import run_loop
+from ..problems.base import capabilities
 
 # %% auto #0
 __all__ = ['CONVEX_STREAM', 'JL_STREAM', 'clipped_mean_grad', 'regularizer_grad', 'WeightedAverage', 'StageOutput', 'noisy_gd',
@@ -119,7 +120,7 @@ def noisy_gd(problem, # a `Problem` (needs `grad_each`, `dim`)
 
 # %% ../../nbs/algorithms/22_convex_glm.ipynb #b53d950f
 def _require_convex_glm(problem):
-    if not (isinstance(problem, LinearModel) and getattr(problem, "convex", False)):
+    if not (isinstance(problem, LinearModel) and capabilities(problem)["convex"]):
         raise ValueError(f"OutputPerturbedSGD/PhasedSGD need a convex GLM (`LinearModel` with convex = True), so that a clipped "
                          f"step stays non-expansive. Found {type(problem).__name__}; use subroutine='noisy-gd'.")
 
@@ -281,7 +282,7 @@ def _check_regularization(problem, lam, radius, L1, subroutine) -> tuple:
     if subroutine == "phased-sgd" and problem.smoothness is not None and L1 < problem.smoothness:
         raise ValueError(f"PhasedSGD's privacy needs non-expansive steps, η ≤ 2/(L1 + H) with the true smoothness: `L1` = {L1:g} is below "
                          f"the problem's {problem.smoothness:g}. Pass L1 ≥ {problem.smoothness:g}.")
-    if not getattr(problem, "convex", False): raise ValueError(f"Recursive regularization needs a convex loss; {type(problem).__name__} is not marked convex.")
+    if not capabilities(problem)["convex"]: raise ValueError(f"Recursive regularization needs a convex loss; {type(problem).__name__} is not marked convex.")
     return lam, radius, L1
 
 # %% ../../nbs/algorithms/22_convex_glm.ipynb #9d541b92

@@ -24,6 +24,7 @@ from ..privacy.accounting import DEFAULT_ACCOUNTANT
 from ..privacy.ledger import calibrate_ledger
 from .o2nc_algorithms import klt_single_pass_rate
 from functools import partial
+from ..problems.base import capabilities
 
 # %% auto #0
 __all__ = ['DPSGD_STREAM', 'DPSGD_EPOCHS', 'DPSGD_BATCH_C', 'DPSGD_STEP_C', 'DP_SGD', 'clipped_grad_sum', 'MLP', 'ball_marginal',
@@ -42,7 +43,7 @@ def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`; a `clippe
                     ) -> tuple: # (Σ_i clip_C ∇f(x + y_i; ξ_i) of shape (d,), ClipCounter)
     "Sum over the batch of per-sample gradients at x + y_i, y_i ~ U(B_α), each clipped to norm C (Abadi et al. 2016, Alg. 1)."
     xp, d, b = get_xp(), int(problem.dim), len(batch)
-    rows, fused = max(1, int(chunk) // d), getattr(problem, "clipped_sum", None)
+    rows, fused = max(1, int(chunk) // d), problem.clipped_sum if capabilities(problem)["clipped_sum"] else None
     if alpha != 0 and not getattr(problem, "clipped_sum_perturbs", True): fused = None   # a fused path at x only (04e_losses)
     if getattr(x, "ndim", 1) != 1: fused = None      # an iterate with a leading trials axis (the audits' widened noise): grad_each broadcasts it
     dt, dev = get_dtype(), get_device()

@@ -19,6 +19,7 @@ from ..engine.registry import (Plan, InsufficientDataError, n_for_rate, choose_t
 from .spiderboost import (spiderboost_parameters, spider_noise_ratio, spiderboost_step_size, calibrate_spiderboost, spiderboost_releases, private_spiderboost, tree_spider_parameters,
                                      tree_spider_releases, tree_spider, tree_samples_per_round)
 from .convex_glm import recursive_regularization, recursive_regularization_releases, jl_method, jl_dimension
+from ..problems.base import capabilities
 
 # %% auto #0
 __all__ = ['ABGGMU_SPIDER', 'ABGGMU_TREE_SPIDER', 'ABGGMU_CONVEX', 'ABGGMU_GLM', 'spider_rate', 'spider_n_min', 'SpiderParams',
@@ -351,7 +352,7 @@ def _convex_ledger(plan, stages:int|None=None) -> Ledger:
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #b8530cb3
 def _run_convex(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `abggmu-convex`: convexity, L1 and stage checks, then Alg. 3 on disjoint chunks of a `DataStream`."
-    if not getattr(problem, "convex", False): raise ValueError(f"abggmu-convex needs a convex loss; {type(problem).__name__} is not marked convex. Use abggmu-spider.")
+    if not capabilities(problem)["convex"]: raise ValueError(f"abggmu-convex needs a convex loss; {type(problem).__name__} is not marked convex. Use abggmu-spider.")
     p = plan.params
     _check_L1(problem, p.L1, "abggmu-convex")
     if len(p.K) != p.T: raise ValueError(f"abggmu-convex: the plan has T = {p.T} stages but {len(p.K)} values of K; give one K_t per stage.")

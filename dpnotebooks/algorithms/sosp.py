@@ -20,6 +20,7 @@ from functools import partial
 from ..engine.checkpoint import Checkpointer
 from ..engine.runloop import run_loop, Stop
 from .spiderboost import clipped_mean_gradient, clipped_mean_difference, row_chunks
+from ..problems.base import capabilities
 
 # %% auto #0
 __all__ = ['SOSP_STREAM', 'hessians_each', 'op_norms', 'clip_matrices', 'clipped_mean_hessian', 'clipped_mean_hessian_difference',
@@ -35,7 +36,7 @@ def hessians_each(problem, # a `Problem` with `grad_each` (and optionally `hess_
                   h:float=1e-5, # finite-difference step when the problem has no `hess_each`
                  ): # per-sample Hessians ∇²f(x; z), shape (b, d, d), symmetric
     "Per-sample Hessians for LT's oracles O3/O4 (Alg. 4): exact where the problem has them, else central differences of gradients."
-    if hasattr(problem, "hess_each"): H = problem.hess_each(asarray(x), batch)
+    if capabilities(problem)["hess_each"]: H = problem.hess_each(asarray(x), batch)
     else:
         xp, d, b = get_xp(), int(problem.dim), len(batch)
         E = h * xp.eye(d, dtype=get_dtype(), device=get_device())

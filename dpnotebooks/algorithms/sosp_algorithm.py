@@ -14,6 +14,7 @@ from ..core.validation import check_positive, check_delta
 from ..core.streams import DataStream
 from ..engine.registry import Plan, InsufficientDataError, AlgorithmSpec, RunOutput, Counts, CHUNK, DATA_STREAM, ORACLE_STREAM
 from .sosp import SOSPParams, sosp_parameters, sosp_releases, sosp_samples_estimate, lt_sosp
+from ..problems.base import capabilities
 
 # %% auto #0
 __all__ = ['LT_SOSP', 'LT_SOSP_NONPRIVATE', 'lt_sosp_alpha_for', 'check_sosp_request', 'sosp_target', 'sosp_sizes',
@@ -121,7 +122,7 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
 def check_sosp_problem(problem, plan, q=None):
     "What the recipe cannot check: a smooth loss whose declared constants are within the bounds M, ρ of `q` (default the plan's record), and the plan's n."
     p = plan.params if q is None else q
-    if not getattr(problem, "smooth", False):
+    if not capabilities(problem)["smooth"]:
         raise ValueError(f"{plan.algorithm} needs a twice-differentiable loss; {type(problem).__name__} is not smooth. "
                          "Use klt-single-pass or ztc for nonsmooth losses.")
     for declared, bound, name in ((problem.smoothness, p.M, "M"), (problem.hessian_lipschitz, p.rho, "rho")):

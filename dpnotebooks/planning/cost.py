@@ -14,6 +14,7 @@ from ..problems.dataset import Dataset, with_data
 from ..engine.registry import Counts
 from .catalog import ALGORITHMS, get_algorithm
 from ..core.smoothing import two_point_differences, zo_from_differences
+from ..problems.base import capabilities
 
 # %% auto #0
 __all__ = ['WORK_FLOATS', 'STEP_CALLS', 'Work', 'format_seconds', 'format_work', 'Units', 'calibrate', 'count_work',
@@ -82,13 +83,13 @@ def _measure(problem, hessians:bool) -> Units:
     value = _timeit(lambda: zo_from_differences(two_point_differences(q, x, q.data, U, 0.1), U, 0.1)) / (2 * b * m)
     draw = _timeit(lambda: rng.sphere((b, m), d)) / (b * m * d)
     X, one = xp.broadcast_to(x, (b, k, d)), q.data[0:1]
-    grad = _timeit(lambda: q.grad_each(X, q.data)) / (b * k) if hasattr(q, "grad_each") else math.nan
+    grad = _timeit(lambda: q.grad_each(X, q.data)) / (b * k) if capabilities(q)["grad_each"] else math.nan
     hess = math.nan
-    if hessians and getattr(problem, "smooth", False):
+    if hessians and capabilities(problem)["smooth"]:
         from dpnotebooks.algorithms.sosp import hessians_each
         hess = _timeit(lambda: hessians_each(q, x, q.data[0:8])) / 8
     step = _timeit(lambda: (q.value_each(xp.broadcast_to(x, (1, 2, d)), one), rng.child(1, 2).normal(d))) * STEP_CALLS
-    U32, lin = rng.sphere((b, m), d, dtype="float32"), hasattr(q, "psi") or None
+    U32, lin = rng.sphere((b, m), d, dtype="float32"), capabilities(q)["psi"] or None
     value_fast = _timeit(lambda: zo_from_differences(two_point_differences(q, x, q.data, U32, 0.1, margins=lin), U32, 0.1)) / (2 * b * m)
     draw_fast = _timeit(lambda: rng.sphere((b, m), d, dtype="float32")) / (b * m * d)
     return Units(value, grad, hess, draw, step, value_fast, draw_fast)
@@ -126,8 +127,8 @@ def _counting(problem):
             finally: inside.pop()
         setattr(q, name, g)
     wrap("value_each", "values", lambda: True); wrap("grad_each", "grads", lambda: True)
-    if hasattr(problem, "psi"): wrap("psi", "values", lambda: not inside)   # KLT Alg. 4's one-product path: ψ on (b, m) margins
-    if getattr(problem, "clipped_sum", None) is not None:                  # DP-SGD's fused path: one gradient per sample of the batch
+    if capabilities(problem)["psi"]: wrap("psi", "values", lambda: not inside)   # KLT Alg. 4's one-product path: ψ on (b, m) margins
+    if capabilities(problem)["clipped_sum"]:                  # DP-SGD's fused path: one gradient per sample of the batch
         fused = problem.clipped_sum
         def cs(x, batch, *a, **k): tally["grads"] += len(batch); return fused(x, batch, *a, **k)
         q.clipped_sum = cs

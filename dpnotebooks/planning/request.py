@@ -25,6 +25,7 @@ from .minimize import minimize, check_request, plan_run, planned_ledger
 from .cost import estimate_work, format_work, check_time, shaped, TooSlowError
 from .tuning import tune, accuracy
 from dataclasses import replace
+from ..problems.base import capabilities
 
 # %% auto #0
 __all__ = ['RunRequest', 'jsonable', 'evaluate', 'evaluation_block', 'load_loss', 'run_data', 'user_data', 'run_request',
@@ -99,7 +100,7 @@ def evaluate(problem, x, alpha:float, k:int=128, kind:str="goldstein") -> dict:
     stat = goldstein_norm(problem, x, 2 * alpha, k=k, rng=1) if kind == "goldstein" else grad_norm(problem, x)
     out = dict(loss=float(to_numpy(problem.loss(x[None, :]))[0]), stationarity=float(stat))
     if kind == "sosp": out["lambda_min"] = hessian_min_eig(problem, x, len(x))     # Lanczos on Hessian-vector products
-    if getattr(problem, "classifier", False): out["accuracy"] = problem.score(x)     # logistic, sigmoid-glm, hinge relu-net, a user's model
+    if capabilities(problem)["classifier"]: out["accuracy"] = problem.score(x)     # logistic, sigmoid-glm, hinge relu-net, a user's model
     return out
 
 # %% ../../nbs/planning/36_run_request.ipynb #8f948675

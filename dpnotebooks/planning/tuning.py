@@ -19,6 +19,7 @@ from ..privacy.ledger import Ledger, Release, BudgetExceededError, POISSON_RDP_O
 from ..core.validation import check_positive, check_delta
 from ..problems.dataset import with_data
 from .catalog import get_algorithm
+from ..problems.base import capabilities
 
 # %% auto #0
 __all__ = ['DISTRIBUTIONS', 'TUNING_ORDERS', 'SCORES', 'tnb_mean', 'tnb_gamma', 'tnb_pmf', 'draw_runs', 'release_rdp',
@@ -117,7 +118,7 @@ def accuracy(problem, # a classification `Problem` (a linear model, or a framewo
              data, # a `Dataset` (held out, or the validation split inside `tune`)
             ) -> float:
     "Fraction of `data` classified right at `x`: the classifier's own `score` (04_problems, 04e_losses)."
-    if not getattr(problem, "classifier", False):
+    if not capabilities(problem)["classifier"]:
         raise ValueError(f"{type(problem).__name__} has no classifier: tune it with score='loss' (a clipped loss) instead of 'accuracy'.")
     return problem.score(x, data)
 
@@ -265,7 +266,7 @@ def plan_tuning(problem, # a `Problem` (only its size, dimension and constants a
                ) -> TuningPlan:
     "The per-run budget ε₀ that makes the whole selection meet (ε, δ) (PS22); refuses before any data is read."
     eta, n_train, n_val = _check_tuning(len(problem.data), algorithm, epsilon, delta, mean_runs, distribution, eta, validation_fraction)
-    if score == "accuracy" and not getattr(problem, "classifier", False):
+    if score == "accuracy" and not capabilities(problem)["classifier"]:
         raise ValueError(f"{type(problem).__name__} has no classifier: tune it with score='loss' (a clipped loss) instead of 'accuracy'.")
     points, sens = grid_points(grid), score_sensitivity(score, n_val, loss_bound)
     sized, memo = with_data(problem, _Shape(n_train, problem.data.p)), {}

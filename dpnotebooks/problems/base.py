@@ -13,9 +13,9 @@ from ..privacy.clipping import Clipped, zero_nonfinite, row_norms
 from .dataset import Dataset, normalize_rows, check_finite, load_file, load_sklearn
 
 # %% auto #0
-__all__ = ['BLOCK_ELEMENTS', 'PROBLEMS', 'check_points', 'Problem', 'LinearModel', 'RobustRegression', 'PhaseRetrieval',
-           'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle', 'saddle_base', 'saddle_base_grad',
-           'list_problems', 'get_problem', 'check_loss']
+__all__ = ['BLOCK_ELEMENTS', 'CAPABILITIES', 'PROBLEMS', 'check_points', 'Problem', 'capabilities', 'LinearModel',
+           'RobustRegression', 'PhaseRetrieval', 'Logistic', 'SigmoidGLM', 'ReluNet', 'check_gradients', 'Saddle',
+           'saddle_base', 'saddle_base_grad', 'list_problems', 'get_problem', 'check_loss']
 
 # %% ../../nbs/problems/04_problems.ipynb #a315397a
 def check_points(X, dim:int, name:str="X", each:bool=False):
@@ -68,6 +68,23 @@ class Problem:
         return _blocked(lambda Xb: get_xp().mean(self.grad(Xb, batch), axis=1), check_points(X, self.dim), len(batch) * self.dim)
     def __repr__(self):
         return f"{type(self).__name__}(n={len(self.data)}, dim={self.dim}, L={self.L:g})"
+
+# %% ../../nbs/problems/04_problems.ipynb #f86a839f
+CAPABILITIES = {   # the optional part -> (what it is, who uses it)
+    "grad_each": ("per-sample gradients, shape (b, k, d)", "the first-order algorithms: klt-first-order, dp-sgd, the ABGGMU and SOSP methods"),
+    "hess_each": ("per-sample Hessians at one point, shape (b, d, d)", "LT's second-order oracles (else differences of grad_each)"),
+    "hvp": ("Hessian-vector products of the average loss", "λ_min of the Hessian in evaluation"),
+    "clipped_sum": ("the sum of per-sample gradients clipped to C, in one pass (a `Clipped`)", "dp-sgd's fused path (else materialized, then clipped)"),
+    "psi": ("a linear model's scalar loss ψ(t, y)", "the one-product path of KLT Alg. 4 and the cost model"),
+    "classifier": ("a flag: `score` and `predict` give an accuracy", "evaluation and `tune`'s accuracy score"),
+    "smooth": ("a flag: twice differentiable, with PUBLIC bounds `smoothness` M and `hessian_lipschitz` ρ", "the smooth and second-order algorithms"),
+    "convex": ("a flag: the loss is convex", "abggmu-convex, and the JL method over it"),
+}
+_FLAGS = ("classifier", "smooth", "convex")
+
+def capabilities(problem) -> dict:
+    "{part: offered} for the optional parts of the protocol (`CAPABILITIES`): a method offered is callable, a flag offered is true."
+    return {k: bool(getattr(problem, k, False)) if k in _FLAGS else callable(getattr(problem, k, None)) for k in CAPABILITIES}
 
 # %% ../../nbs/problems/04_problems.ipynb #ac67b4d2
 class LinearModel(Problem):
@@ -390,7 +407,7 @@ def check_loss(problem:Problem, b:int=2, k:int=3):
     probe = Dataset(np.zeros((b, problem.data.A.shape[1])), np.zeros(b), "probe")
     X = problem.x0[None, None, :] + 0.01 * xp.reshape(xp.arange(b * k * d, dtype=get_dtype(), device=get_device()), (b, k, d)) / (b * k * d)
     checks = [("value_each", lambda: problem.value_each(X, probe), (b, k)), ("value", lambda: problem.value(X[0, ...], probe), (k, b))]
-    if hasattr(problem, "grad_each"): checks.append(("grad_each", lambda: problem.grad_each(X, probe), (b, k, d)))
+    if capabilities(problem)["grad_each"]: checks.append(("grad_each", lambda: problem.grad_each(X, probe), (b, k, d)))
     for name, f, want in checks:
         try: out = f()
         except Exception as err:
