@@ -77,3 +77,11 @@ def test_no_module_adds_an_algorithm_by_being_imported():
             for l in p.read_text().splitlines()
             if re.match(r"\s*(register\(|ALGORITHMS\[[^]]+\]\s*=|ALGORITHMS\.update)", l) and "def register" not in l]
     assert hits == [], hits
+
+
+MAX_LINES = 500   # issue 42: a module a reader can hold in mind; the largest is about 490 lines
+
+def test_no_module_is_over_max_lines():
+    "Every exported module (nbdev's index aside) is at most MAX_LINES lines: split a page that grows past it."
+    long = {m: n for m, p in im.modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}, f"modules over {MAX_LINES} lines (split the notebook): {long}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 import numpy as np
-from ..core.backend import asarray
 from ..privacy.accounting import DEFAULT_ACCOUNTANT
 from ..core.validation import check_positive, check_delta
 from ..privacy.ledger import Ledger, calibrate_ledger
@@ -18,16 +17,16 @@ from ..engine.registry import (Plan, InsufficientDataError, n_for_rate, choose_t
                                   DATA_STREAM, ORACLE_STREAM)
 from .spiderboost import (spiderboost_parameters, spider_noise_ratio, spiderboost_step_size, calibrate_spiderboost, spiderboost_releases, private_spiderboost, tree_spider_parameters,
                                      tree_spider_releases, tree_spider, tree_samples_per_round)
-from .convex_glm import recursive_regularization, recursive_regularization_releases, jl_method, jl_dimension
+from .convex_glm import recursive_regularization, recursive_regularization_releases
 from ..problems.base import capabilities
 
 # %% auto #0
-__all__ = ['ABGGMU_SPIDER', 'ABGGMU_TREE_SPIDER', 'ABGGMU_CONVEX', 'ABGGMU_GLM', 'spider_rate', 'spider_n_min', 'SpiderParams',
-           'spider_recipe', 'tree_spider_rate', 'TreeSpiderParams', 'tree_spider_recipe', 'convex_rate',
-           'convex_schedule', 'ConvexParams', 'convex_recipe', 'GLMParams', 'glm_recipe']
+__all__ = ['ABGGMU_SPIDER', 'ABGGMU_TREE_SPIDER', 'ABGGMU_CONVEX', 'check_smooth_request', 'spider_rate', 'spider_n_min',
+           'SpiderParams', 'spider_recipe', 'check_smoothness', 'tree_spider_rate', 'TreeSpiderParams',
+           'tree_spider_recipe', 'convex_rate', 'convex_schedule', 'ConvexParams', 'convex_recipe']
 
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #e7512304
-def _check_smooth(n, d, epsilon, delta, L, Phi, L1):
+def check_smooth_request(n, d, epsilon, delta, L, Phi, L1):
     if not (isinstance(n, (int, np.integer)) and n >= 2): raise ValueError(f"`n` must be an integer >= 2. Found {n!r}.")
     if not (isinstance(d, (int, np.integer)) and d >= 1): raise ValueError(f"`d` must be a positive integer. Found {d!r}.")
     check_positive("epsilon", epsilon); check_delta(delta)
@@ -113,7 +112,7 @@ def spider_recipe(n:int, d:int, epsilon:float, delta:float,
                   c_rate:float=1.0, # constant in front of the rate (hidden in O(·))
                  ) -> Plan:
     "Parameters of Private SpiderBoost, ABGGMU Thm 1 / Thm 9 (arXiv Alg. 1), errata 1 and 3; σ from the accountant."
-    _check_smooth(n, d, epsilon, delta, L, Phi, L1)
+    check_smooth_request(n, d, epsilon, delta, L, Phi, L1)
     rate = lambda k: c_rate * spider_rate(k, d, epsilon, delta, L, L1, Phi)
     beta, need, chosen = _smooth_target(rate, n, beta, "abggmu-spider", "ABGGMU Thm 9", spider_n_min(d, epsilon, delta, L, L1, Phi))
     params, derived = _spider_params(n, d, epsilon, delta, L, L1, Phi, accountant)
@@ -135,7 +134,7 @@ def _spider_ledger(plan, steps:int|None=None) -> Ledger:
     return spiderboost_releases(plan.n, p.T if steps is None else steps, p.q, p.b1, p.b2, *_spider_sigmas(plan), p.L0, p.L1)
 
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #f4365d2c
-def _check_L1(problem, L1, name):
+def check_smoothness(problem, L1, name):
     s = getattr(problem, "smoothness", None)
     if s is None: raise ValueError(f"{name} needs a smooth problem with a declared smoothness; {type(problem).__name__} has none.")
     if L1 < s: raise ValueError(f"{name}: the plan's L1 = {L1:g} is below the problem's declared smoothness {s:g}. Pass L1 >= {s:g} "
@@ -144,7 +143,7 @@ def _check_L1(problem, L1, name):
 def _run_spider(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `abggmu-spider`: the L1 check, then Alg. 1 on a `MultiPassView` (`minimize` has checked the budget)."
     p = plan.params
-    _check_L1(problem, p.L1, "abggmu-spider")
+    check_smoothness(problem, p.L1, "abggmu-spider")
     view = MultiPassView(problem.data)
     out = private_spiderboost(problem, view, p.T, p.q, p.b1, p.b2, p.eta, *_spider_sigmas(plan),
                               p.L0, p.L1, rng=rng.child(ORACLE_STREAM), w0=x0, checkpoint=ck)
@@ -220,7 +219,7 @@ def tree_spider_recipe(n:int, d:int, epsilon:float, delta:float,
                        step_after_last_leaf:bool=True,
                       ) -> Plan:
     "Parameters of Tree-based Private Spider, ABGGMU Thm 3 / Thm 4 (arXiv Alg. 2), errata 4-5; one multiplier for every node."
-    _check_smooth(n, d, epsilon, delta, L, Phi, L1)
+    check_smooth_request(n, d, epsilon, delta, L, Phi, L1)
     rate = lambda k: c_rate * tree_spider_rate(k, d, epsilon, L)
     n_min = _first_n(lambda k: _tree_ok(k, d, epsilon, delta, L, L1, Phi))
     beta, need, chosen = _smooth_target(rate, n, beta, "abggmu-tree-spider", "ABGGMU Thm 4", n_min)
@@ -238,7 +237,7 @@ def _tree_ledger(plan) -> Ledger:
 def _run_tree_spider(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `abggmu-tree-spider`: the L1 and data-size checks, then Alg. 2 on a single-pass `DataStream`."
     p = plan.params; D, b = p.depth, p.b
-    _check_L1(problem, p.L1, "abggmu-tree-spider")
+    check_smoothness(problem, p.L1, "abggmu-tree-spider")
     need = p.T * tree_samples_per_round(D, b)
     if need > len(problem.data):
         raise InsufficientDataError(f"abggmu-tree-spider: the plan reads {need} distinct samples but the data have {len(problem.data)}. "
@@ -325,7 +324,7 @@ def convex_recipe(n:int, d:int, epsilon:float, delta:float,
                   base:str="noisy-gd", # 'noisy-gd' (Thm 5 variant 1, optimal) or 'phased' (variant 2: PhasedSGD, linear time, GLMs)
                  ) -> Plan:
     "Parameters of recursive regularization + NoisyGD, ABGGMU Thm 5 (Alg. 3 + Alg. 7) with erratum 6; σ_t from the accountant."
-    _check_smooth(n, d, epsilon, delta, L, Phi, L1); check_positive("radius", radius)
+    check_smooth_request(n, d, epsilon, delta, L, Phi, L1); check_positive("radius", radius)
     if base not in ("noisy-gd", "phased"): raise ValueError(f"`base` must be 'noisy-gd' or 'phased'. Found {base!r}.")
     rate = lambda k: c_rate * (convex_rate(k, d, epsilon, L) + (L1 * radius / math.sqrt(k) if base == "phased" else 0.0))
     beta, need, chosen = choose_target(rate, n, beta, "abggmu-convex")
@@ -354,7 +353,7 @@ def _run_convex(problem, plan, rng, x0, progress, ck) -> RunOutput:
     "Runner of `abggmu-convex`: convexity, L1 and stage checks, then Alg. 3 on disjoint chunks of a `DataStream`."
     if not capabilities(problem)["convex"]: raise ValueError(f"abggmu-convex needs a convex loss; {type(problem).__name__} is not marked convex. Use abggmu-spider.")
     p = plan.params
-    _check_L1(problem, p.L1, "abggmu-convex")
+    check_smoothness(problem, p.L1, "abggmu-convex")
     if len(p.K) != p.T: raise ValueError(f"abggmu-convex: the plan has T = {p.T} stages but {len(p.K)} values of K; give one K_t per stage.")
     if len(problem.data) // p.T != p.m:
         raise ValueError(f"abggmu-convex: the plan's stage size m = {p.m} must be ⌊n/T⌋ = {len(problem.data) // p.T} (every sample in one stage).")
@@ -374,134 +373,3 @@ ABGGMU_CONVEX = AlgorithmSpec("abggmu-convex", "ABGGMU Thm 5: recursive regulari
               access="multi-pass", run=lambda *a: _run_convex(*a), params=ConvexParams,
               stationarity="gradient", ledger_at=lambda problem, plan, s: _convex_ledger(plan, s),
               planned=lambda problem, plan: _convex_ledger(plan), work=_convex)
-
-# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #3ca3fa4b
-class GLMParams(NamedTuple):
-    "The parameters of the JL method, ABGGMU Alg. 4: a projection to R^k, then the base algorithm's own record there."
-    base: str               # the private base algorithm A: 'abggmu-spider' or 'abggmu-convex'
-    k: int                  # JL dimension ⌈c·rank·log(2n/δ)⌉
-    rank: int               # PUBLIC upper bound on rank(X) (erratum 9)
-    x_norm: float           # PUBLIC bound on the feature norms ||X|| (projected rows clipped to √2||X||)
-    L1_link: float          # PUBLIC smoothness bound of the link
-    inner: NamedTuple       # the base's record (`SpiderParams` or `ConvexParams`) in R^k
-    NOISE = ("inner",); FREE = ()
-    T = property(lambda self: self.inner.T, doc="the base's steps (or stages): what the JL method runs")
-
-# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #da1b783b
-GLM_BASES = ("abggmu-spider", "abggmu-convex")   # the JL method runs the spec of either (`_base`)
-
-def _base(name:str) -> AlgorithmSpec:
-    "The base algorithm's spec: its recipe, ledger, run and work, in R^k."
-    return {"abggmu-spider": ABGGMU_SPIDER, "abggmu-convex": ABGGMU_CONVEX}[name]
-
-def _check_glm(rank, base:str, k_rule:str="rank"):
-    "A JL request: `rank` a positive integer given by the user, `base` a supported base algorithm."
-    if rank is None: raise ValueError("abggmu-glm needs `rank`, a PUBLIC upper bound on the rank of the features (e.g. --set rank=5); "
-                                      "it is never computed from the data, since that would leak information.")
-    if not (isinstance(rank, (int, np.integer)) and rank >= 1): raise ValueError(f"`rank` must be a positive integer. Found {rank!r}.")
-    if base not in GLM_BASES: raise ValueError(f"`base` must be one of {', '.join(GLM_BASES)}. Found {base!r}.")
-    if k_rule not in ("rank", "argmin"): raise ValueError(f"`k_rule` must be 'rank' or 'argmin'. Found {k_rule!r}.")
-
-# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #375bf034
-def _jl_argmin(obj, j_max:int) -> int:
-    "Smallest minimizer of a unimodal `obj` over the integers 1..j_max (bisection on the sign of obj(j+1) − obj(j))."
-    lo, hi = 1, max(1, int(j_max))
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if obj(mid + 1) < obj(mid): lo = mid + 1
-        else: hi = mid
-    return lo
-
-# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #bd4f12ed
-def _glm_rate(base, rank, epsilon, delta, L, L0k, L1k, Phi, x_norm, c_jl, c_rate, k_rule="rank", d=None) -> tuple:
-    "(k(n), β̂(n)) of ABGGMU Thm 6: the JL dimension by `k_rule`, and the rate over `base` run in R^k(n)."
-    g = ((lambda k, j: spider_rate(k, j, epsilon, delta, L0k, L1k, Phi)) if base == "abggmu-spider"
-         else (lambda k, j: convex_rate(k, j, epsilon, L0k)))
-    def pick(k):                                                      # (k, the base's bound there, plus the JL penalty)
-        kr = jl_dimension(rank, int(k), delta, c_jl); rank_bound = g(k, kr)
-        if k_rule == "rank": return kr, rank_bound
-        obj = lambda j: g(k, j) + L * x_norm * math.log(k) / math.sqrt(j)   # note §2.7: g(j) + L0||X|| log(n)/√j
-        j = _jl_argmin(obj, min(kr, d or kr))
-        return (j, obj(j)) if obj(j) < rank_bound else (kr, rank_bound)
-    return (lambda k: pick(k)[0]), lambda k: c_rate * (L * x_norm / math.sqrt(k) + pick(k)[1])
-
-# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #9de14dcd
-_GLM_ERRATA = ("Thm 6: k from a PUBLIC rank bound, not rank(X) (erratum 9)",
-               "projected rows clipped to √2||X||: the base's constants hold deterministically, δ not split",
-               "only the rank branch of Thm 6 (the (nε)^(−2/5) branch rests on a flawed step, note §3)")
-_K_ARGMIN = ("k_rule='argmin': k = argmin_j g(j) + L0||X||log(n)/√j when that bound beats the rank branch's; "
-             "its 1/√j term rests on the step note §3 flags (E||I−H|| = Õ(1/√k) is false for k < d)",)
-
-def _glm_base(base, n, k, epsilon, delta, alpha, L0k, L1k, Phi, accountant, base_constants:dict) -> tuple:
-    "(the base's plan in R^k, the base's own condition on n there)."
-    n_min = spider_n_min(k, epsilon, delta, L0k, L1k, Phi) if base == "abggmu-spider" else 0   # the base's own condition in R^k
-    return _base(base).recipe(n, k, epsilon, delta, alpha, None, L0k, Phi, accountant=accountant, L1=L1k, **base_constants), n_min
-
-def _glm_plan(bp:Plan, base, rank, x_norm, L, L1, d, beta, rate:float, need:int, chosen:bool, k_rule:str="rank") -> Plan:
-    "The JL plan around the base's plan `bp` (whose d is k)."
-    return bp._replace(algorithm="abggmu-glm", theorem=f"ABGGMU Thm 6 / Cor. 1 (Alg. 4, JL method) over {bp.theorem}", d=d, beta=beta,
-                       L=float(L), rate=rate, n_required=need, beta_chosen=chosen,
-                       params=GLMParams(base=base, k=bp.d, rank=rank, x_norm=float(x_norm), L1_link=float(L1), inner=bp.params),
-                       errata=bp.errata + _GLM_ERRATA + (_K_ARGMIN if k_rule == "argmin" else ()),
-                       derivation=dict(bp.derivation, base_rate=bp.rate, **({"k_rule": k_rule} if k_rule != "rank" else {})))
-
-# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #f9502dec
-def glm_recipe(n:int, d:int, epsilon:float, delta:float,
-               alpha:float|None=None, # unused: the losses are smooth
-               beta:float|None=None, # target gradient norm of the original GLM (None: the rate β̂(n))
-               L:float=1.0, # L0 of the link φ_y (per unit feature norm)
-               Phi:float=1.0, # F0: a PUBLIC bound
-               accountant:str=DEFAULT_ACCOUNTANT,
-               rank:int|None=None, # REQUIRED: a PUBLIC upper bound on rank(X); never computed from the data (erratum 9)
-               base:str="abggmu-spider", # the private base algorithm A: 'abggmu-spider' (Cor. 1, nonconvex) or 'abggmu-convex'
-               x_norm:float=1.0, # ||X||: PUBLIC bound on the feature norms
-               c_jl:float=3.0, # k = ⌈c_jl·rank·log(2n/δ)⌉ (`jl_dimension`)
-               k_rule:str="rank", # 'rank': the rank branch; 'argmin': also Thm 6's k = argmin g(j) + L0||X||log(n)/√j, if its bound is smaller
-               L1:float=1.0, # PUBLIC smoothness bound of the link (the projected problem has 2||X||²L1)
-               c_rate:float=1.0,
-               **base_constants, # passed to the base recipe (radius, K_max, warm_start)
-              ) -> Plan:
-    "Parameters of the JL method, ABGGMU Thm 6 / Cor. 1 (Alg. 4), rank branch, over `base` run in R^k on clipped projections."
-    _check_glm(rank, base, k_rule)
-    _check_smooth(n, d, epsilon, delta, L, Phi, L1); check_positive("x_norm", x_norm)
-    L0k, L1k = math.sqrt(2) * x_norm * L, 2 * x_norm**2 * L1            # the projected problem's constants (rows clipped to √2||X||)
-    kdim, rate = _glm_rate(base, rank, epsilon, delta, L, L0k, L1k, Phi, x_norm, c_jl, c_rate, k_rule, d)
-    beta, need, chosen = choose_target(rate, n, beta, "abggmu-glm")
-    bp, n_min = _glm_base(base, n, kdim(n), epsilon, delta, alpha, L0k, L1k, Phi, accountant, base_constants)
-    return _glm_plan(bp, base, rank, x_norm, L, L1, d, beta, rate(n), max(need, n_min), chosen, k_rule)
-
-# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #d9890e51
-def _glm(plan) -> Counts:
-    g = plan.params
-    inner = _base(g.base).work(plan._replace(d=g.k, params=g.inner, algorithm=g.base))
-    return inner._replace(draws=inner.draws + g.k * plan.d, floats=max(inner.floats, plan.n * g.k))
-
-# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #29dea83b
-def _base_plan(plan) -> Plan:
-    "The base algorithm's plan inside a JL plan: its record, in dimension k."
-    return plan._replace(d=plan.params.k, params=plan.params.inner)
-
-def _glm_ledger(plan, steps:int|None=None) -> Ledger:
-    base, inner = _base(plan.params.base), _base_plan(plan)
-    return base.planned(None, inner) if steps is None else base.ledger_at(None, inner, steps)
-
-# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #4805c144
-def _run_glm(problem, plan, rng, x0, progress, ck) -> RunOutput:
-    "Runner of `abggmu-glm`: Alg. 4 (`jl_method`) with the base runner in R^k (`minimize` has checked the budget)."
-    from dpnotebooks.problems.base import LinearModel
-    if not isinstance(problem, LinearModel): raise ValueError(f"abggmu-glm needs a GLM (`LinearModel`). Found {type(problem).__name__}.")
-    g = plan.params
-    _check_L1(problem, g.L1_link, "abggmu-glm")
-    runs = []
-    def solve(proj, r):
-        runs.append(_base(g.base).run(proj, _base_plan(plan), r, asarray(np.zeros(g.k)), progress, ck)); return runs[-1].x
-    out = jl_method(problem, g.k, solve, x_norm=g.x_norm, rng=rng.child(ORACLE_STREAM))
-    res = runs[-1]
-    trace = dict(res.trace, algorithm=plan.algorithm, plan=plan, w_tilde=out.w_tilde)
-    nonprivate = dict(res.nonprivate or {}, rows_projected_back=out.clip.clipped, rows_nonfinite_zeroed=out.clip.nonfinite)
-    return res._replace(x=out.w, trace=trace, nonprivate=nonprivate)
-
-# %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #0bbc65ba
-ABGGMU_GLM = AlgorithmSpec("abggmu-glm", "ABGGMU Thm 6/Cor 1: JL method for GLMs (public rank bound) over abggmu-spider or abggmu-convex", glm_recipe,
-              access="multi-pass", run=lambda *a: _run_glm(*a), params=GLMParams, stationarity="gradient",
-              ledger_at=lambda problem, plan, s: _glm_ledger(plan, s), planned=lambda problem, plan: _glm_ledger(plan), work=_glm)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..engine.registry import AlgorithmSpec, check_spec
 from ..algorithms.o2nc_algorithms import KLT_SINGLE_PASS, KLT_MULTI_PASS, KLT_FIRST_ORDER, ZTC, ZTC_NAIVE, O2NC_NONPRIVATE
 from ..algorithms.dpsgd import DP_SGD
-from ..algorithms.smooth_algorithms import ABGGMU_SPIDER, ABGGMU_TREE_SPIDER, ABGGMU_CONVEX, ABGGMU_GLM
+from ..algorithms.smooth_algorithms import ABGGMU_SPIDER, ABGGMU_TREE_SPIDER, ABGGMU_CONVEX
+from ..algorithms.jl_glm import ABGGMU_GLM
 from ..algorithms.sosp_algorithm import LT_SOSP, LT_SOSP_NONPRIVATE
 from ..algorithms.ganesh_sosp import GANESH_SOSP
 from ..algorithms.sosp_erm import LT_SOSP_ERM
