@@ -106,9 +106,9 @@ def _resumed_run(args) -> dict:
 
 def _request(args) -> RunRequest:
     "The `RunRequest` of `dpnb run`'s arguments."
-    return RunRequest(args.algorithm, args.problem, args.n, args.d, args.epsilon, args.delta, args.alpha, args.beta, args.seed, args.data,
-                      args.data_seed, args.accountant, args.test, args.test_fraction, args.split_seed, args.scale, args.scale_with,
-                      args.scale_epsilon, args.classes, args.secure, args.nonprivate_diagnostics, args.max_seconds, _parse_overrides(args.set))
+    named = ("problem", "n", "d", "epsilon", "delta", "alpha", "beta", "seed", "data", "data_seed", "accountant", "test", "test_fraction",
+             "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "secure", "nonprivate_diagnostics", "max_seconds")
+    return RunRequest(args.algorithm, **{k: getattr(args, k) for k in named}, overrides=_parse_overrides(args.set))   # by name: no field can slip
 
 # %% ../../nbs/interface/50_cli.ipynb #cfbe31f2
 def cmd_run(args) -> int:
