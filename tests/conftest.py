@@ -4,7 +4,7 @@ import pytest
 from dpnotebooks.core.backend import available_backends, use_backend
 
 # Every worker collects every test module, and some import nbformat, which imports jsonschema and its optional IRI-format
-# checker, rfc3987-syntax: 2.7 s to build its grammar, for a format no notebook schema uses (tools/build_site.py says more).
+# checker, rfc3987-syntax: 2.7 s to build its grammar, for a format no notebook schema uses (tools/site_render.py says more).
 sys.modules.setdefault("rfc3987_syntax", None)
 
 def pytest_configure(config):

@@ -1,4 +1,4 @@
-"""Fast checks of the accountants' speed-ups (issue 21 §3): the same numbers as before, faster; privacy never weakened."""
+"""Fast checks of the accountants' speed-ups: the same numbers as before, faster; privacy never weakened."""
 import numpy as np
 import pytest
 import dp_accounting

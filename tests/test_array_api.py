@@ -1,4 +1,4 @@
-"""The GPU path tested without a GPU (issue 20 §2-3): every registered algorithm, seeded, runs on `array-api-strict` (the
+"""The GPU path tested without a GPU: every registered algorithm, seeded, runs on `array-api-strict` (the
 array API's reference implementation, its arrays on an emulated device that refuses implicit host transfers and every
 non-standard call) and on torch where it is installed, and releases what the numpy run releases: the same point up to
 the summation order of the one contraction the standard lacks (einsum), the same ledger, the same data use."""

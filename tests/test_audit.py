@@ -1,6 +1,6 @@
 """Empirical privacy audits: correct mechanisms stay below their claim; two deliberately broken ones are caught.
 
-The broken variants live only here (issue 3): the tree with the papers' printed NODE routine, which releases the
+The broken variants live only here: the tree with the papers' printed NODE routine, which releases the
 increment at t = Σ (a power of two) with no noise, and a zeroth-order oracle that skips clipping and is fed a loss
 that violates its declared Lipschitz constant.
 """
@@ -48,3 +48,15 @@ def test_bound_grows_with_true_leakage():
     rs = np.random.default_rng(0); z = rs.normal(size=(2, N))
     b = [epsilon_lower_bound(z[0] + mu, z[1], DELTA).epsilon_lower for mu in (0.5, 2.0, 4.0)]
     assert b[0] < b[1] < b[2]
+
+
+def test_every_private_algorithm_names_its_audits_and_every_algorithm_audit_belongs_to_one():
+    "A spec's `audits` are entries of `dpnb audit --mechanism`; every private built-in names one; no audit of an algorithm is orphaned."
+    from dpnotebooks.planning.catalog import CATALOG
+    from dpnotebooks.interface.cli import AUDITS
+    from dpnotebooks.audits.audit import MECHANISM_AUDITS
+    named = {a: s.name for s in CATALOG for a in s.audits}
+    assert all(s.audits for s in CATALOG if s.private), [s.name for s in CATALOG if s.private and not s.audits]
+    assert set(named) <= set(AUDITS), sorted(set(named) - set(AUDITS))
+    assert set(AUDITS) - set(MECHANISM_AUDITS) == set(named), sorted(set(AUDITS) - set(MECHANISM_AUDITS) - set(named))
+    assert all(a == s or a.startswith(s + "-") for a, s in named.items()), named      # an audit is named after its algorithm

@@ -1,4 +1,4 @@
-"""Privacy end to end (issue 18): a canary audit of *everything* a run returns — the Result, its warnings and errors, and the
+"""Privacy end to end: a canary audit of *everything* a run returns — the Result, its warnings and errors, and the
 JSON of `dpnb run` — on neighbouring datasets that differ in one out-of-bound record, over many unseeded runs; and each
 leak the library once had, re-introduced on purpose, is caught."""
 import json, warnings

@@ -1,4 +1,4 @@
-"""Checkpoint and resume (issue 9 §3): every registered algorithm, killed with SIGKILL at a random step and resumed with
+"""Checkpoint and resume: every registered algorithm, killed with SIGKILL at a random step and resumed with
 `dpnb run --resume`, gives the uninterrupted run's result bit for bit, with the same ledger and the same data use; a
 checkpoint refuses another run's data or parameters, and a corrupted or truncated file is detected, not loaded."""
 import functools, json, os, signal, subprocess, sys, time, warnings

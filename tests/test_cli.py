@@ -96,7 +96,7 @@ def test_audit_rejects_bad_privacy_parameters():
         assert res.returncode == 2 and "Traceback" not in res.stderr and "must be" in res.stderr, (args, res.stderr)
 
 def test_json_plan_block_is_the_common_fields_and_the_algorithms_record(tmp_path):
-    "Issue 19: `plan.params` names its record (nested for the JL method); a field the record lacks is refused with the fields listed."
+    "`plan.params` names its record (nested for the JL method); a field the record lacks is refused with the fields listed."
     out = tmp_path / "glm.json"
     res = here("run", "abggmu-glm", "--problem", "logistic", "--n", "2000", "--d", "3", "--epsilon", "1", "--delta", "1e-6",
               "--set", "rank=2", "--set", "L1=0.25", "--seed", "0", "--quiet", "--out", str(out))

@@ -1,4 +1,4 @@
-"""Issue 22 part 7: every plan's work is known before it runs, and a plan over the time limit is refused before any data
+"""Every plan's work is known before it runs, and a plan over the time limit is refused before any data
 is read, naming settings that fit (`dpnotebooks.planning.cost`, nbs/planning/35_cost.ipynb)."""
 import json, math, warnings
 import pytest

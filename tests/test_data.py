@@ -1,4 +1,4 @@
-"""The data pipeline (dpnotebooks.problems.data, issue 21 §1): label coding said and checked against the loss, a public-seed split,
+"""The data pipeline (dpnotebooks.problems.data): label coding said and checked against the loss, a public-seed split,
 public and private (ledger-charged) scaling, refusal before any data are read, and `dpnb run` end to end on breast-cancer."""
 import json, warnings
 import numpy as np

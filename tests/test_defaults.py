@@ -1,4 +1,4 @@
-"""Issue 21 §2: defaults that work. DP-SGD's default plan (Poisson, B ≈ 3√n, 30 epochs, η = 2Φ/(L·G), α = 0, the clip the
+"""Defaults that work. DP-SGD's default plan (Poisson, B ≈ 3√n, 30 epochs, η = 2Φ/(L·G), α = 0, the clip the
 problem class declares) from public quantities only; α = 0 through `minimize`; the vacuous-target and too-short-step warnings; every algorithm's knobs."""
 import math, warnings
 import numpy as np

@@ -1,5 +1,5 @@
 """The package's layers, measured by tools/import_map.py: no module imports a layer above its own, but for the imports
-listed in `KNOWN_UP`, each waiting on the part of the redesign (issue 42) that removes it. The list only shrinks: a new
+listed in `KNOWN_UP`, each waiting on the change that removes it. The list only shrinks: a new
 upward import fails, and so does a listed one that is gone (take it off the list)."""
 import ast
 import pytest
@@ -79,7 +79,7 @@ def test_no_module_adds_an_algorithm_by_being_imported():
     assert hits == [], hits
 
 
-MAX_LINES = 500   # issue 42: a module a reader can hold in mind; the largest is about 490 lines
+MAX_LINES = 500   # a module a reader can hold in mind; the largest is about 490 lines
 
 def test_no_module_is_over_max_lines():
     "Every exported module (nbdev's index aside) is at most MAX_LINES lines: split a page that grows past it."

@@ -1,4 +1,4 @@
-"""Bring your own model (issue 20 §1, nbs/problems/04e_losses): per-example losses written in JAX (run in CI: jax is in the
+"""Bring your own model (nbs/problems/04e_losses): per-example losses written in JAX (run in CI: jax is in the
 dev extra) or PyTorch (where it is installed) become problems every algorithm accepts; their per-sample gradients match
 finite differences and hand-written references in float64; clipping, not the declared L, bounds the sensitivity."""
 import numpy as np

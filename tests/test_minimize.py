@@ -112,7 +112,7 @@ def test_explicit_noise_overrides_are_kept_and_checked(guarded):
         minimize(guarded, "klt-multi-pass", seed=0, **kw, sigma2=base.params.sigma2 / 10)
 
 def test_an_algorithm_without_its_own_budget_check_is_still_refused_before_reading(guarded):
-    "Issue 19: the budget is checked in one place. A toy algorithm whose `run` reads the data at once and checks nothing is refused by `minimize` when its planned ledger overspends; within budget it runs."
+    "The budget is checked in one place. A toy algorithm whose `run` reads the data at once and checks nothing is refused by `minimize` when its planned ledger overspends; within budget it runs."
     from typing import NamedTuple
     from dpnotebooks.engine.registry import AlgorithmSpec, RunOutput, Plan
     from dpnotebooks.planning.catalog import register
@@ -129,7 +129,8 @@ def test_an_algorithm_without_its_own_budget_check_is_still_refused_before_readi
         reads.append(len(problem.data)); A = np.asarray(problem.data[np.arange(len(problem.data))].A)
         A = A * np.minimum(1.0, plan.params.C / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-300))   # rows clipped to C
         return RunOutput(A.mean(0) + plan.params.sigma * np.asarray(rng.normal(problem.dim)), len(A), 1, {}, dict(plan=plan))
-    register(AlgorithmSpec("toy-gaussian-mean", "a test algorithm with no budget check of its own", recipe, planned, run, params=MeanParams))
+    register(AlgorithmSpec("toy-gaussian-mean", "a test algorithm with no budget check of its own", recipe, planned, run, params=MeanParams,
+                           no_audit="a test algorithm: this test checks the budget refusal, not the mechanism"))
     try:
         with pytest.raises(BudgetExceededError, match="Nothing was run"):
             minimize(guarded, "toy-gaussian-mean", epsilon=1.0, delta=DELTA, seed=0, sigma=1e-4)

@@ -12,7 +12,8 @@ import pytest
 from dpnotebooks.audits.one_run_audit import run_one_run_audit, period_shifts, canary_shifts, TIME_SEPARATED, ONE_RUN_DEFAULTS
 from dpnotebooks.audits.one_run_audit import _period_plan, _PeriodRuns, _ONE_RUN_FIELDS
 from dpnotebooks.planning.minimize import plan_run
-from dpnotebooks.audits.audit_algorithms import AUDIT_SPECS, SignedAbs, audit_data
+from dpnotebooks.audits.audit_algorithms import AUDIT_SPECS
+from dpnotebooks.audits.kit import SignedAbs, audit_data
 from dpnotebooks.core.backend import make_rng
 
 def no_clipping(oracle, canary):

@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis), issue 9 §4: the tree mechanism's structure and exact variance, estimator shapes and
+"""Property-based tests (hypothesis): the tree mechanism's structure and exact variance, estimator shapes and
 norm bounds, clipping bounds, the accountant's monotonicity, and recipes whose plans always fit their budget and data."""
 import math, warnings
 import numpy as np

@@ -1,4 +1,4 @@
-"""One neighbouring relation (issue 18 §1): every registered algorithm's planned ledger, re-priced for replace-one
+"""One neighbouring relation: every registered algorithm's planned ledger, re-priced for replace-one
 neighbours by dp-accounting's PLD accountant with code written here (independent of the library's pricing and
 calibration), fits the budget; pricing under add/remove-one is caught; pricing stays within memory at n up to 10^6."""
 import json, subprocess, sys, warnings

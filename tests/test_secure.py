@@ -1,4 +1,4 @@
-"""Secure randomness and replay (issue 18 §4): secure mode runs every algorithm from a cryptographic generator, refuses a
+"""Secure randomness and replay: secure mode runs every algorithm from a cryptographic generator, refuses a
 seed, and says so; the noise's entropy never appears in what a run returns; checkpoints (which hold it) are owner-only."""
 import json, os
 import numpy as np

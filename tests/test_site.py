@@ -34,8 +34,8 @@ return bad;
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
     out = Path(os.environ.get("DPNB_SITE") or tmp_path_factory.mktemp("site"))
-    bs = tool("build_site")
-    if not bs.complete(out):          # the pages missing, failed, built without their slow cells or from other sources
+    bs, cache = tool("build_site"), tool("build_cache")
+    if not cache.complete(out, bs.notebooks(ROOT / "nbs"), ROOT):   # pages missing, failed, built without their slow cells or from other sources
         subprocess.run([sys.executable, str(ROOT / "tools" / "build_site.py"), "--out", str(out), "--reuse-built"], check=True, timeout=1800)
     return out
 
@@ -104,34 +104,35 @@ def test_math_and_figures_render(site, browser):
 def test_build_never_runs_export_cells(tmp_path):
     "Like nbdev-test, the site build skips `nbdev_export()` cells: notebooks built in parallel must not race on the package files."
     import nbformat
-    bs = tool("build_site")
+    nr = tool("nb_run")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
                                          nbformat.v4.new_code_cell("import nbdev; nbdev.nbdev_export(); raise SystemExit('export ran')"),
                                          nbformat.v4.new_code_cell("print(x + 1)")])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "python3", "language": "python"}
-    out = bs.execute(nb, tmp_path / "t.ipynb")
+    out = nr.execute(nb, tmp_path / "t.ipynb", nr.run_flags(ROOT))
     assert "nbdev_export()" in out.cells[1].source and out.cells[1].outputs == []
     assert out.cells[2].outputs[0]["text"] == "2\n"
 
 def test_a_heartbeat_thread_blocked_at_shutdown_does_not_hang_the_build():
     "The site build's HBChannel.stop gives up on a heartbeat thread blocked on a dead kernel's socket, and leaves its socket open."
     import threading
-    bs = tool("build_site")
+    nr = tool("nb_run")
     class Blocked(threading.Thread):
         def __init__(self):
             super().__init__(daemon=True); self._exit, self.release, self.closed = threading.Event(), threading.Event(), False
         def run(self): self.release.wait()                      # blocked, as on a socket that never answers
         def close(self): self.closed = True
     hb = Blocked(); hb.start()
-    stopper = threading.Thread(target=bs._stop_heartbeat, args=(hb,), kwargs=dict(wait=0.2), daemon=True); stopper.start()
+    stopper = threading.Thread(target=nr._stop_heartbeat, args=(hb,), kwargs=dict(wait=0.2), daemon=True); stopper.start()
     stopper.join(120)                                           # a hang guard, not a timing bound: it returns after its 0.2 s wait
     assert not stopper.is_alive() and hb.is_alive() and not hb.closed and hb._exit.is_set() and hb._running is False
-    hb.release.set(); hb.join(5); bs._stop_heartbeat(hb, wait=0.2); assert hb.closed       # a thread that ended: closed as usual
+    hb.release.set(); hb.join(5); nr._stop_heartbeat(hb, wait=0.2); assert hb.closed       # a thread that ended: closed as usual
 
 def test_a_reused_kernel_starts_each_page_fresh(tmp_path):
     "Pages run in one kernel (`execute(..., reuse=True)`, as the build does) see none of the previous page's names, warnings filters, environment, sys.path, matplotlib settings, backend or JAX precision, and run in their own folder."
     import nbformat
-    bs = tool("build_site")
+    nr = tool("nb_run")
+    flags = nr.run_flags(ROOT)                                      # the cells the build leaves out (none here)
     def nb(src):
         plot = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(); ax.plot([0, 1])"     # a figure on each page, shown
         n = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src), nbformat.v4.new_code_cell(plot)])
@@ -150,21 +151,21 @@ def test_a_reused_kernel_starts_each_page_fresh(tmp_path):
     for d in "ab": (tmp_path / d).mkdir()
     try:
         text = lambda page: "".join(o.get("text", "") for o in page.cells[0].outputs if o.get("output_type") == "stream")
-        pid = text(bs.execute(first, tmp_path / "a" / "1.ipynb", reuse=True)).strip()
-        out = text(bs.execute(second, tmp_path / "b" / "2.ipynb", reuse=True))
+        pid = text(nr.execute(first, tmp_path / "a" / "1.ipynb", flags, reuse=True)).strip()
+        out = text(nr.execute(second, tmp_path / "b" / "2.ipynb", flags, reuse=True))
         once = nb("import os; print(os.getpid())"); once.cells = once.cells[:1]
-        other = text(bs.execute(once, tmp_path / "b" / "3.ipynb")).strip()      # reuse=False: its own kernel, not the saved one
-    finally: bs.shutdown_kernel()
+        other = text(nr.execute(once, tmp_path / "b" / "3.ipynb", flags)).strip()      # reuse=False: its own kernel, not the saved one
+    finally: nr.shutdown_kernel()
     assert other.isdigit() and other != pid, (other, pid)
     assert out == f"{pid} False b False False 10.0 float64 False\n7\nfloat32\n", out   # the same kernel, nothing carried over, and a function
                                                                                # the first page left in the package still runs
     assert len(first.cells) == len(second.cells) == 2                           # the reset cell is not in the pages
     assert any("image/png" in o.get("data", {}) for o in second.cells[1].outputs), second.cells[1].outputs     # inline again
 
-def test_the_fast_tier_build_reports_every_failure_and_the_slow_tier_reuses_its_pages(tmp_path, monkeypatch, capsys):
+def test_the_fast_tier_build_reports_every_failure_and_the_slow_tier_reuses_its_pages(tmp_path, capsys):
     "`--no-slow-pages --keep-going` (the fast tier) builds every page without slow cells, lists each failing notebook and exits 1; `--reuse-built` (the slow tier) then runs the pages with slow cells, in full, and the failed ones, not those already built from the same sources."
     import nbformat
-    bs = tool("build_site")
+    bs, cache = tool("build_site"), tool("build_cache")
     nbs = tmp_path / "nbs"; (nbs / "core").mkdir(parents=True)
     (tmp_path / "pyproject.toml").write_text('[tool.nbdev]\ntst_flags = "notest slow gpu"\n')
     def write(path, *srcs):
@@ -174,19 +175,20 @@ def test_the_fast_tier_build_reports_every_failure_and_the_slow_tier_reuses_its_
     write(nbs / "index.ipynb", "print('home')")
     write(nbs / "core" / "01_bad.ipynb", "assert 1 == 2, 'a failing check'")
     write(nbs / "core" / "02_slow.ipynb", "print('fast', 'ran')", "#| slow\nprint('slow', 'ran')", "#| notest\nraise ValueError")  # a flagged cell: never run
-    monkeypatch.setattr(bs, "NBS", nbs); monkeypatch.setattr(bs, "ROOT", tmp_path)    # the pages, test flags and source key
-    out = tmp_path / "site"
-    with pytest.raises(SystemExit): bs.build(out, jobs=1, slow_pages=False, keep_going=True)
+    out = tmp_path / "site"                                              # root=tmp_path: the pages, test flags and source key
+    with pytest.raises(SystemExit): bs.build(out, jobs=1, slow_pages=False, keep_going=True, root=tmp_path)
     std = capsys.readouterr()
     assert "01_bad.ipynb FAILED" in std.err and "a failing check" in std.err and "Notebooks that failed:\n\t01_bad.ipynb" in std.err, std.err
     assert "1 notebooks with slow cells left out (the slow tier runs them): 02_slow" in std.out, std.out
     assert (out / "index.html").exists() and not (out / "02_slow.html").exists() and not (out / "01_bad.html").exists()
-    with pytest.raises(SystemExit): bs.build(out, jobs=1, reuse_built=True, keep_going=True)
+    with pytest.raises(SystemExit): bs.build(out, jobs=1, reuse_built=True, keep_going=True, root=tmp_path)
     assert "1 pages already built from these sources (reused): index" in capsys.readouterr().out
     assert "fast ran" in (out / "02_slow.html").read_text() and "slow ran" in (out / "02_slow.html").read_text()
-    assert bs.built(out, nbs / "core" / "02_slow.ipynb", bs.source_key()) and not bs.complete(out)    # 01_bad still fails
-    bs.build(out, jobs=1, only=["02_slow"], skip_slow=True)               # as nbdev-test runs it: the slow cell left out ...
+    key, pages = cache.source_key(tmp_path), bs.notebooks(nbs)
+    assert cache.built(out, nbs / "core" / "02_slow.ipynb", key) and not cache.complete(out, pages, tmp_path)    # 01_bad still fails
+    bs.build(out, jobs=1, only=["02_slow"], skip_slow=True, root=tmp_path)   # as nbdev-test runs it: the slow cell left out ...
     assert "fast ran" in (out / "02_slow.html").read_text() and "slow ran" not in (out / "02_slow.html").read_text()
-    assert not bs.built(out, nbs / "core" / "02_slow.ipynb", bs.source_key())       # ... so the slow tier would run it again
+    assert not cache.built(out, nbs / "core" / "02_slow.ipynb", key)       # ... so the slow tier would run it again
     write(nbs / "core" / "01_bad.ipynb", "assert 1 == 1")                 # a changed source: no page is reused
-    assert sorted(bs.build(out, jobs=1, reuse_built=True)) == ["01_bad.html", "02_slow.html", "index.html"] and bs.complete(out)
+    assert sorted(bs.build(out, jobs=1, reuse_built=True, root=tmp_path)) == ["01_bad.html", "02_slow.html", "index.html"]
+    assert cache.complete(out, pages, tmp_path)

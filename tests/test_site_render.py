@@ -1,4 +1,4 @@
-"""How tools/build_site.py renders a page, without a browser: its exporter skips nbconvert's sanitizer (bleach) on the
+"""How tools/site_render.py renders a page, without a browser: its exporter skips nbconvert's sanitizer (bleach) on the
 highlighted code input only, and nbconvert's BeautifulSoup pass over the page (two substitutions add what it adds), and the
 page, parsed as that pass parses it, is the one nbconvert's own lab exporter writes."""
 import copy
@@ -35,13 +35,13 @@ def _as_nbconvert_parses(page: str) -> str:
 
 
 def test_the_page_is_what_nbconvert_writes_with_the_sanitizer():
-    bs = tool("build_site")
+    sr = tool("site_render")
     from nbconvert import HTMLExporter
-    ref = HTMLExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True, mathjax_url=bs.MATHJAX)
+    ref = HTMLExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True, mathjax_url=sr.MATHJAX)
     nb = _nb()
     want, _ = ref.from_notebook_node(copy.deepcopy(nb))
     for _ in range(2):                                  # the exporter is kept for the next page: the same page again
-        got, _ = bs._exporter(nb).from_notebook_node(copy.deepcopy(nb))
+        got, _ = sr._exporter(nb).from_notebook_node(copy.deepcopy(nb))
         assert _as_nbconvert_parses(got) == want
     assert '<span class="o">&lt;</span><span class="n">script</span>' in got                # the code's text, escaped
     assert got.count('tabindex="0"') == want.count('tabindex="0"') > len(CODE)                # every code input, and the outputs
@@ -50,22 +50,22 @@ def test_the_page_is_what_nbconvert_writes_with_the_sanitizer():
 
 def test_the_accessibility_pass_can_fail():
     "Without `_accessible`, the page is not nbconvert's: the comparison above sees the attributes the pass adds."
-    bs = tool("build_site")
+    sr = tool("site_render")
     nb = _nb()
     from nbconvert import HTMLExporter
     want, _ = HTMLExporter(template_name="lab", exclude_input_prompt=True, exclude_output_prompt=True,
-                           mathjax_url=bs.MATHJAX).from_notebook_node(copy.deepcopy(nb))
-    real = bs._accessible
+                           mathjax_url=sr.MATHJAX).from_notebook_node(copy.deepcopy(nb))
+    real = sr._accessible
     try:
-        bs._accessible = lambda page: page
-        got, _ = bs._exporter(nb).from_notebook_node(copy.deepcopy(nb))
-    finally: bs._accessible = real
+        sr._accessible = lambda page: page
+        got, _ = sr._exporter(nb).from_notebook_node(copy.deepcopy(nb))
+    finally: sr._accessible = real
     assert _as_nbconvert_parses(got) != want and 'tabindex="0"' not in got
 
 
 def test_the_comparison_can_fail():
     "The unsanitized filter is what the page uses: feeding a raw tag through it shows (bleach would have escaped it)."
-    bs = tool("build_site")
-    clean = bs._exporter(_nb()).environment.filters["clean_html"]
+    sr = tool("site_render")
+    clean = sr._exporter(_nb()).environment.filters["clean_html"]
     raw = "<script>alert(1)</script>"
-    assert clean(bs._Highlighted(raw)) == raw and clean(raw) != raw
+    assert clean(sr._Highlighted(raw)) == raw and clean(raw) != raw

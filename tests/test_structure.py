@@ -1,4 +1,4 @@
-"""Issue 19: the package's shape stays what it was made. The import graph has no cycle and no module imports a `_`-prefixed
+"""The package's shape stays what it was made. The import graph has no cycle and no module imports a `_`-prefixed
 name from another; the budget is checked in one place (`minimize`); every driver runs through `run_loop`; the package face
 exports the entry points; and the test tiers run both halves even when one fails."""
 import ast, subprocess, sys

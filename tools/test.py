@@ -32,7 +32,7 @@ BIN = Path(sys.executable).parent
 ONE_THREAD = dict(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 
 def other_cpu() -> dict:
-    """Another machine's arithmetic on this one (issue 41 §2): `dpnotebooks.core.backend.other_cpu_environment`, OpenBLAS's
+    """Another machine's arithmetic on this one: `dpnotebooks.core.backend.other_cpu_environment`, OpenBLAS's
     Prescott kernel, numpy's dispatched SIMD paths off, one thread and a random hash seed, so sums and products round in
     another order, as on another CPU."""
     from dpnotebooks.core.backend import other_cpu_environment

@@ -371,4 +371,5 @@ def _dpsgd_work(plan) -> Counts:
 DP_SGD = AlgorithmSpec("dp-sgd", "DP-SGD: per-sample clipped gradients, Gaussian noise; plain (alpha = 0, the default) or on F_alpha at x + y, y ~ U(B_alpha)", dpsgd_recipe,
                        planned=lambda problem, plan: _dpsgd_ledger_at(plan, plan.params.T), run=lambda *a: _run_dpsgd(*a), access="multi-pass",
                        ledger_at=lambda problem, plan, step: _dpsgd_ledger_at(plan, step), params=DPSGDParams, stationarity="gradient", alpha_default=0.0,
-                       work=_dpsgd_work, knobs=("T",))
+                       work=_dpsgd_work, knobs=("T",),
+                       audits=("dp-sgd",))

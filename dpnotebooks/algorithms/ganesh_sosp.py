@@ -297,4 +297,5 @@ def _ganesh_counts(plan) -> Counts:
 # %% ../../nbs/algorithms/21b_ganesh_sosp.ipynb #ga000052
 GANESH_SOSP = AlgorithmSpec("ganesh-sosp", "Ganesh et al. 2023 (as LT describe it): Gaussian-noise Spider, drift refresh, perturbation escape; LT's baseline",
               ganesh_sosp_recipe, access="single-pass", run=lambda *a: _run_ganesh(*a), params=GaneshParams, stationarity="sosp",
-              planned=lambda problem, plan: ganesh_releases(plan.params), ledger_at=_ganesh_ledger_at, work=_ganesh_counts)
+              planned=lambda problem, plan: ganesh_releases(plan.params), ledger_at=_ganesh_ledger_at, work=_ganesh_counts,
+              audits=("ganesh-sosp", "ganesh-sosp-o1"))

@@ -150,4 +150,5 @@ def _run_glm(problem, plan, rng, x0, progress, ck) -> RunOutput:
 # %% ../../nbs/algorithms/23a_jl_glm.ipynb #0bbc65ba
 ABGGMU_GLM = AlgorithmSpec("abggmu-glm", "ABGGMU Thm 6/Cor 1: JL method for GLMs (public rank bound) over abggmu-spider or abggmu-convex", glm_recipe,
               access="multi-pass", run=lambda *a: _run_glm(*a), params=GLMParams, stationarity="gradient",
-              ledger_at=lambda problem, plan, s: _glm_ledger(plan, s), planned=lambda problem, plan: _glm_ledger(plan), work=_glm)
+              ledger_at=lambda problem, plan, s: _glm_ledger(plan, s), planned=lambda problem, plan: _glm_ledger(plan), work=_glm,
+              audits=("abggmu-glm",))

@@ -448,15 +448,20 @@ _fo = lambda *a, **k: klt_single_pass_recipe(*a, first_order=True, **k)
 _nonprivate = lambda n, d, epsilon, delta, *a, **k: naive_recipe(n, d, None, None, *a, private=False, **k)
 _fo.__wrapped__, _nonprivate.__wrapped__ = klt_single_pass_recipe, naive_recipe   # where their constants are (`algorithm_knobs`)
 KLT_SINGLE_PASS = o2nc_algorithm("klt-single-pass", "KLT Thm. 3.1: O2NC + single-pass zeroth-order oracle with the tree mechanism", klt_single_pass_recipe,
-                                 _build_klt_single, rederive=_klt_eta, work=lambda plan: _klt_zo(plan, plan.params.B1, plan.params.B2), knobs=("T", "m"))
+                                 _build_klt_single, rederive=_klt_eta, work=lambda plan: _klt_zo(plan, plan.params.B1, plan.params.B2), knobs=("T", "m"),
+                                 audits=("klt-single-pass",))
 KLT_MULTI_PASS = o2nc_algorithm("klt-multi-pass", "KLT Thm. 4.1: O2NC + full-batch zeroth-order oracle, Gaussian composition (ERM)", klt_multi_pass_recipe,
                                 _build_klt_multi, access="multi-pass", rederive=_klt_eta, noise_shape=_klt_multi_shape,
-                                work=lambda plan: _klt_zo(plan, plan.n, plan.n)._replace(fast=True), knobs=("T", "m"))
+                                work=lambda plan: _klt_zo(plan, plan.n, plan.n)._replace(fast=True), knobs=("T", "m"),
+                                audits=("klt-multi-pass",))
 KLT_FIRST_ORDER = o2nc_algorithm("klt-first-order", "KLT Thm. 6.1: O2NC + single-pass first-order oracle with the tree mechanism", _fo, _build_klt_fo,
-                                 rederive=_klt_eta, work=_klt_fo, knobs=("T", "m"))
+                                 rederive=_klt_eta, work=_klt_fo, knobs=("T", "m"),
+                                 audits=("klt-first-order",))
 ZTC = o2nc_algorithm("ztc", "ZTC Thm. 4.9: O2NC with restarts + variance-reduced zeroth-order oracle, tree per period", ztc_recipe, _build_ztc,
-                     work=_ztc, knobs=("T", "m"))
+                     work=_ztc, knobs=("T", "m"),
+                     audits=("ztc",))
 ZTC_NAIVE = o2nc_algorithm("ztc-naive", "ZTC App. E: O2NC + one-direction two-point oracle, fresh Gaussian noise each step", naive_recipe, _build_naive,
-                           work=_naive, knobs=("T",))
+                           work=_naive, knobs=("T",),
+                           audits=("ztc-naive",))
 O2NC_NONPRIVATE = o2nc_algorithm("o2nc-nonprivate", "Kornowski & Shamir 2023: O2NC + two-point oracle, no noise (NOT private)", _nonprivate, _build_naive,
                                  private=False, work=_naive, knobs=("T",))

@@ -160,7 +160,8 @@ def _spider(plan) -> Counts:
 
 ABGGMU_SPIDER = AlgorithmSpec("abggmu-spider", "ABGGMU Thm 1/9: Private SpiderBoost (ERM), Poisson batches, noise ∝ step length", spider_recipe,
               access="multi-pass", run=lambda *a: _run_spider(*a), params=SpiderParams,
-              stationarity="gradient", ledger_at=lambda problem, plan, s: _spider_ledger(plan, s), planned=lambda problem, plan: _spider_ledger(plan), work=_spider, knobs=("T",))
+              stationarity="gradient", ledger_at=lambda problem, plan, s: _spider_ledger(plan, s), planned=lambda problem, plan: _spider_ledger(plan), work=_spider, knobs=("T",),
+              audits=("abggmu-spider",))
 
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #fd664ebf
 def tree_spider_rate(n, d, epsilon, L0=1.0) -> float:
@@ -259,7 +260,8 @@ def _tree_spider(plan) -> Counts:
 ABGGMU_TREE_SPIDER = AlgorithmSpec("abggmu-tree-spider", "ABGGMU Thm 3/4: tree-based private Spider (population), single pass, disjoint nodes", tree_spider_recipe,
               access="single-pass", run=lambda *a: _run_tree_spider(*a), params=TreeSpiderParams,
               stationarity="gradient", ledger_at=lambda problem, plan, s: _tree_ledger(plan) if s >= 1 else Ledger(),
-              planned=lambda problem, plan: _tree_ledger(plan), work=_tree_spider, knobs=("T",))
+              planned=lambda problem, plan: _tree_ledger(plan), work=_tree_spider, knobs=("T",),
+              audits=("abggmu-tree-spider",))
 
 # %% ../../nbs/algorithms/23_smooth_algorithms.ipynb #d1e20149
 def convex_rate(n, d, epsilon, L0=1.0) -> float:
@@ -372,4 +374,5 @@ def _convex(plan) -> Counts:
 ABGGMU_CONVEX = AlgorithmSpec("abggmu-convex", "ABGGMU Thm 5: recursive regularization + NoisyGD (convex population), disjoint stages", convex_recipe,
               access="multi-pass", run=lambda *a: _run_convex(*a), params=ConvexParams,
               stationarity="gradient", ledger_at=lambda problem, plan, s: _convex_ledger(plan, s),
-              planned=lambda problem, plan: _convex_ledger(plan), work=_convex)
+              planned=lambda problem, plan: _convex_ledger(plan), work=_convex,
+              audits=("abggmu-convex",))

@@ -162,7 +162,8 @@ def _lt_sosp(plan) -> Counts:
 _nonprivate_recipe = partial(lt_sosp_recipe, private=False)   # ε and δ are ignored
 LT_SOSP = AlgorithmSpec("lt-sosp", "LT Thm 3.17: adaptive-batch private Spider + saddle escape (second-order points), single pass, tree per refresh",
               lt_sosp_recipe, access="single-pass", run=lambda *a: _run_lt_sosp(*a), params=SOSPParams, stationarity="sosp",
-              planned=lambda problem, plan: sosp_releases(plan.params), work=_lt_sosp)
+              planned=lambda problem, plan: sosp_releases(plan.params), work=_lt_sosp,
+              audits=("lt-sosp", "lt-sosp-tree"))
 LT_SOSP_NONPRIVATE = AlgorithmSpec("lt-sosp-nonprivate", "LT Alg. 3 without privacy noise (escape perturbation only): NOT private", _nonprivate_recipe,
               private=False, access="single-pass", run=lambda *a: _run_lt_sosp(*a), params=SOSPParams, stationarity="sosp",
               planned=lambda problem, plan: sosp_releases(plan.params), work=_lt_sosp)

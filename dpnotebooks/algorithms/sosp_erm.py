@@ -201,4 +201,5 @@ def _erm_counts(plan) -> Counts:
 # %% ../../nbs/algorithms/21a_sosp_erm.ipynb #1924f5af
 LT_SOSP_ERM = AlgorithmSpec("lt-sosp-erm", "LT App. C route: LT Alg. 3 over K passes of D (ERM variant, note §2.8 [PROP]; composition over passes), then Thm C.1",
                    lt_sosp_erm_recipe, access="multi-pass", run=lambda *a: _run_lt_sosp_erm(*a), params=ERMParams, stationarity="sosp",
-                   planned=lambda problem, plan: erm_releases(plan.params), work=_erm_counts)
+                   planned=lambda problem, plan: erm_releases(plan.params), work=_erm_counts,
+                   audits=("lt-sosp-erm", "lt-sosp-erm-tree"))

@@ -9,61 +9,24 @@ from __future__ import annotations
 import math
 from typing import NamedTuple, Callable
 import numpy as np
-from ..core.backend import get_xp, to_numpy, make_rng, RNG
+from ..core.backend import to_numpy, make_rng, RNG
 from ..privacy.accounting import gaussian_event, epsilon_of
-from ..problems.base import LinearModel
-from ..problems.dataset import Dataset
 from ..privacy.tree import TreeMechanism, nodes_containing
 from ..algorithms.o2nc import period_position
 from ..planning.minimize import plan_run
 from ..engine.registry import Plan
 from ..planning.catalog import ALGORITHMS
 from .audit import AuditResult, epsilon_lower_bound
+from .kit import SignedAbs, audit_data, Canary, canary_pair, registered_audit
 from ..algorithms.zo_oracles import KLT_NOISE
 from ..algorithms.ztc_oracle import ZTC_STREAM
 from ..algorithms.dpsgd import DPSGD_STREAM, dp_sgd, dpsgd_releases
 
 # %% auto #0
 __all__ = ['AUDIT_SPECS', 'audit_klt_single_pass', 'audit_klt_multi_pass', 'audit_klt_first_order', 'audit_ztc',
-           'audit_ztc_naive', 'audit_dp_sgd', 'ALGORITHM_AUDITS', 'SignedAbs', 'audit_data', 'Canary', 'canary_pair',
-           'TrialsRNG', 'widen', 'leaf_sensitivities', 'best_leaf', 'tree_units', 'step_units', 'release_units',
-           'crossing_path', 'zigzag_path', 'AuditSpec', 'AlgorithmAudit', 'run_oracle_audit', 'run_dpsgd_audit',
-           'registered_audit']
-
-# %% ../../nbs/audits/41_audit_algorithms.ipynb #a3e5ad0a
-class SignedAbs(LinearModel):
-    "f(x; (a, y)) = y·|⟨a, x⟩|, y = ±1: opposite slopes for opposite labels; declares L = 1 (true for ||a|| ≤ 1)."
-    name = "signed-abs"
-    def psi(self, t, y): return y * get_xp().abs(t)
-    def dpsi(self, t, y): return y * get_xp().sign(t)
-    def __init__(self, data:Dataset, x0=None):
-        super().__init__(data, data.p, L=1.0, x0=np.zeros(data.p) if x0 is None else x0)
-
-# %% ../../nbs/audits/41_audit_algorithms.ipynb #82b6cbca
-def audit_data(n:int, # samples
-               d:int, # dimension
-               rng=None, # `RNG` or seed
-              ) -> Dataset:
-    "Honest samples: rows a = r·s·e₁ with r ~ U[1/2, 1], s = ±1, labels ±1 (every kink on the hyperplane x₁ = 0)."
-    r = make_rng(rng)
-    A = np.zeros((n, d)); A[:, 0] = to_numpy(r.uniform(n, 0.5, 1.0)) * np.where(to_numpy(r.uniform(n)) < 0.5, -1.0, 1.0)
-    return Dataset(A, np.where(to_numpy(r.uniform(n)) < 0.5, -1.0, 1.0), "audit")
-
-# %% ../../nbs/audits/41_audit_algorithms.ipynb #5c00e1a7
-class Canary(NamedTuple):
-    "Where the differing sample sits: its index in the data and the step whose batch reads it."
-    index: int
-    step: int
-
-def canary_pair(data:Dataset, # the honest samples
-                index:int, # the row replaced by the canary
-                steep:float=1000.0, # the canary's slope ||a|| (the problem declares L = 1)
-               ) -> tuple:
-    "(D, D'): `data` with row `index` replaced by (steep·e₁, +1) and by (steep·e₁, −1): replace-one neighbours."
-    A = to_numpy(data.A).copy(); y = to_numpy(data.y).copy()
-    A[index] = 0.0; A[index, 0] = steep
-    y_plus, y_minus = y.copy(), y.copy(); y_plus[index], y_minus[index] = 1.0, -1.0
-    return Dataset(A, y_plus, "D"), Dataset(A.copy(), y_minus, "D'")
+           'audit_ztc_naive', 'audit_dp_sgd', 'ALGORITHM_AUDITS', 'TrialsRNG', 'widen', 'leaf_sensitivities',
+           'best_leaf', 'tree_units', 'step_units', 'release_units', 'crossing_path', 'zigzag_path', 'AuditSpec',
+           'AlgorithmAudit', 'run_oracle_audit', 'run_dpsgd_audit']
 
 # %% ../../nbs/audits/41_audit_algorithms.ipynb #328c0ab0
 def _shape(size): return (size,) if isinstance(size, (int, np.integer)) else tuple(size)
@@ -315,14 +278,6 @@ def run_dpsgd_audit(epsilon:float, delta:float, # the target the recipe calibrat
     return AlgorithmAudit(res, _exact_epsilon(mu, delta), mu, plan, canary, T, tuple(scores))
 
 # %% ../../nbs/audits/41_audit_algorithms.ipynb #6e121030
-def registered_audit(name:str, run:Callable, summary:str, **fixed) -> Callable:
-    "The audit-table entry `audit_<name>`: `run(epsilon, delta, trials, rng, confidence, **fixed).result`."
-    def audit(epsilon:float, delta:float, trials:int=200_000, rng=None, confidence:float=0.95, **kw) -> AuditResult:
-        return run(epsilon, delta, trials, rng, confidence, **{**fixed, **kw}).result
-    audit.__name__ = audit.__qualname__ = "audit_" + name.replace("-", "_")
-    audit.__doc__ = summary
-    return audit
-
 def _oracle_run(name): return lambda *a, **kw: run_oracle_audit(name, *a, **kw)
 
 audit_klt_single_pass = registered_audit("klt-single-pass", _oracle_run("klt-single-pass"), "Audit KLT Alg. 3 (single-pass zeroth-order oracle, tree per period) as its recipe calibrates it.")

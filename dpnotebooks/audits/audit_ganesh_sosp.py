@@ -10,11 +10,7 @@ import math
 import numpy as np
 from ..core.backend import to_numpy, make_rng
 from ..problems.base import Saddle
-from ..privacy.accounting import gaussian_event, epsilon_of
-from .audit import epsilon_lower_bound
-from .audit_algorithms import registered_audit
-from .audit_smooth import SmoothAudit
-from .audit_sosp import sosp_canary_pair, summed_lr_scores
+from .kit import registered_audit, sosp_canary_pair, GaussianShift, SmoothAudit, shift_audit
 from ..privacy.clipping import ClipCounter
 from ..core.streams import DataStream
 from ..algorithms.ganesh_sosp import ganesh_parameters, ganesh_releases, ganesh_oracle, GaneshState
@@ -39,14 +35,14 @@ def _oracle_mean(p, data, x, x_prev, release:str):
     return to_numpy(out[0])
 
 def _ganesh_shift(p, d:int, x, r, steep:float, bug:str|None, release:str) -> tuple:
-    "(Δ, σ, sensitivity, label) of one release family of ganesh-sosp: the canary in an O2 (or O1) batch."
+    "The `GaussianShift` of one release family of ganesh-sosp: the canary in an O2 (or O1) batch."
     run = p._replace(G=p.G * 1e8, M=p.M * 1e8) if bug == "no clipping" else p._replace(kappa=16 * p.kappa) if bug == "no drift rule" else p
     b, sigma, sens = (p.b1, p.sigma1, 2 * p.G / p.b1) if release == "o1" else (p.b2, p.sigma2, 2 * p.M * math.sqrt(p.kappa) / p.b2)
     step = 4 * math.sqrt(p.kappa)
     D, Dp = sosp_canary_pair(b, d, r.child(0), steep)
     m = [_oracle_mean(run, data, x, x - step * np.eye(d)[0], release) for data in (D, Dp)]
     what = f"O1 release (b1 = {b}" if release == "o1" else f"O2 release after a step {step:.3g} (b2 = {b}"
-    return m[1] - m[0], sigma, sens, f"ganesh-sosp {what}, replace-one)"
+    return GaussianShift(m[1] - m[0], 1, sigma, sens, f"ganesh-sosp {what}, replace-one)")
 
 # %% ../../nbs/audits/43b_audit_ganesh_sosp.ipynb #gb000008
 def run_ganesh_audit(epsilon:float, delta:float, # the target `ganesh_parameters` calibrates to
@@ -61,12 +57,8 @@ def run_ganesh_audit(epsilon:float, delta:float, # the target `ganesh_parameters
     if release not in ("o1", "o2"): raise ValueError(f"`release` must be 'o1' or 'o2'. Found {release!r}.")
     r = make_rng(rng)
     p, claim = _ganesh_calibration(d, epsilon, delta, alpha)
-    Delta, sigma, sens, label = _ganesh_shift(p, d, np.full(d, 0.5), r, steep, bug, release)
-    sigma_run = sigma * (0.25 if bug == "sigma / 4" else 1.0)
-    scores = summed_lr_scores(Delta, 1, d, sigma_run, r, trials)
-    mu = float(np.linalg.norm(Delta)) / sigma_run
-    res = epsilon_lower_bound(scores[0], scores[1], delta, claim, confidence, n_thresholds, mechanism=label)
-    return SmoothAudit(res, epsilon_of(gaussian_event(1.0, mu), delta), np.array([mu]), sens / sigma, scores)
+    shift = _ganesh_shift(p, d, np.full(d, 0.5), r, steep, bug, release)
+    return shift_audit(shift, claim, delta, r, trials, confidence, n_thresholds, noise_factor=0.25 if bug == "sigma / 4" else 1.0)
 
 # %% ../../nbs/audits/43b_audit_ganesh_sosp.ipynb #gb000014
 audit_ganesh_sosp = registered_audit("ganesh-sosp", run_ganesh_audit, "Audit ganesh-sosp's O2 releases: a difference-batch canary after a step past the drift rule (the oracle's cap must hold).", release="o2")

@@ -14,8 +14,8 @@ from ..problems.base import LinearModel
 from ..problems.dataset import Dataset
 from ..privacy.accounting import calibrate_gaussian, gaussian_event, epsilon_of
 from ..core.streams import DataStream
-from .audit import AuditResult, epsilon_lower_bound
-from .audit_algorithms import SignedAbs, audit_data, canary_pair, registered_audit
+from .audit import epsilon_lower_bound
+from .kit import SignedAbs, audit_data, canary_pair, registered_audit, Trials, SmoothAudit
 from ..algorithms.spiderboost import (SpiderState, spider_estimate, spiderboost_releases, calibrate_spiderboost, spider_noise_ratio, poisson_indices,
                                      clipped_mean_gradient, clipped_mean_difference, tree_spider_releases, tree_samples_per_round)
 from ..algorithms.convex_glm import (clipped_mean_grad, recursive_regularization_releases, jl_matrix, jl_project, JL_STREAM, CONVEX_STREAM)
@@ -23,24 +23,7 @@ from ..privacy.clipping import ClipCounter
 
 # %% auto #0
 __all__ = ['audit_abggmu_spider', 'audit_abggmu_tree_spider', 'audit_abggmu_convex', 'audit_abggmu_glm', 'SMOOTH_AUDITS',
-           'Trials', 'SmoothAudit', 'run_spider_audit', 'run_tree_spider_audit', 'ScaledAbs', 'convex_pair',
-           'run_convex_audit']
-
-# %% ../../nbs/audits/42_audit_smooth.ipynb #0507d411
-class Trials:
-    "A noise stream drawing `trials` independent copies: normal(size, scale) has shape (trials, *size)."
-    def __init__(self, rng, trials:int, scale:float=1.0): self.rng, self.trials, self.scale = make_rng(rng), int(trials), float(scale)
-    def normal(self, size, scale=1.0, dtype=None):
-        size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-        return to_numpy(self.rng.normal((self.trials, *size), scale=scale * self.scale, dtype=dtype))
-
-class SmoothAudit(NamedTuple):
-    "An audit with what it ran."
-    result: AuditResult     # the Clopper–Pearson lower bound beside the ledger's claim
-    epsilon_exact: float    # ε at δ of the realized shift (Gaussian audits; nan for the subsampled one)
-    mu: np.ndarray          # realized shift of each release in noise units, ||Δ_t||/σ_t
-    mu_charged: float|np.ndarray  # what the ledger charges per release, in the same units (one per release where they differ)
-    scores: tuple           # likelihood-ratio scores on D' and on D
+           'run_spider_audit', 'run_tree_spider_audit', 'ScaledAbs', 'convex_pair', 'run_convex_audit']
 
 # %% ../../nbs/audits/42_audit_smooth.ipynb #c216c924
 def _addremove_calibration(epsilon, delta, n, T, q, b1, b2, L0, L1) -> tuple:

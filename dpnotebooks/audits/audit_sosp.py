@@ -6,16 +6,12 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/audits/audit_sosp.html.md"""
 
 # %% ../../nbs/audits/43_audit_sosp.ipynb #5d39a17a
 from __future__ import annotations
-import math
 import numpy as np
 from ..core.backend import to_numpy, make_rng, vnorm
 from ..problems.base import Saddle
 from ..problems.dataset import Dataset
-from ..privacy.accounting import gaussian_event, epsilon_of
 from ..privacy.tree import nodes_containing
-from .audit import epsilon_lower_bound
-from .audit_algorithms import registered_audit
-from .audit_smooth import SmoothAudit, Trials
+from .kit import registered_audit, sosp_canary_pair, GaussianShift, SmoothAudit, shift_audit
 from contextlib import contextmanager
 from ..core.streams import DataStream
 from ..algorithms import sosp as lt_module
@@ -23,13 +19,6 @@ from ..algorithms.sosp import sosp_parameters, sosp_releases, lt_oracle, lt_star
 
 # %% auto #0
 __all__ = ['audit_lt_sosp', 'audit_lt_sosp_tree', 'SOSP_AUDITS', 'run_sosp_audit']
-
-# %% ../../nbs/audits/43_audit_sosp.ipynb #32bb5957
-def sosp_canary_pair(b:int, d:int, rng, steep:float) -> tuple:
-    "Two Rademacher batches of b samples that differ in row 0: z = +steep·1 and z = −steep·1 (the saddle's data)."
-    A = to_numpy(Saddle.synthetic(b, d, seed=int(to_numpy(make_rng(rng).integers(0, 2**31, 1))[0])).A).copy()
-    A2 = A.copy(); A[0], A2[0] = steep, -steep
-    return Dataset(A, np.zeros(b), "D"), Dataset(A2, np.zeros(b), "D'")
 
 # %% ../../nbs/audits/43_audit_sosp.ipynb #708a23f8
 def _sosp_calibration(d:int, epsilon:float, delta:float, alpha:float) -> tuple:
@@ -69,29 +58,24 @@ def injected(bug:str|None):
 
 # %% ../../nbs/audits/43_audit_sosp.ipynb #1f4c3d69
 def _escape_shift(p, d:int, x, r, steep:float) -> tuple:
-    "(Δ, k, σ, sensitivity, label) of the escape family: one refresh's Hessian batch (O3, `lt_oracle`) holds the canary (LT Alg. 3)."
+    "The `GaussianShift` of the escape family: one refresh's Hessian batch (O3, `lt_oracle`) holds the canary (LT Alg. 3)."
     D, Dp = sosp_canary_pair(p.b, d, r.child(0), steep)
     H = [to_numpy(audit_estimate(p, data, D, x, x, True).H) for data in (D, Dp)]
     dH = H[1] - H[0]; lam, U = np.linalg.eigh(dH); u = U[:, np.argmax(np.abs(lam))]
     v = p.Xi * (1 - 1e-9) * u                                          # x_t − x_anchor on the worst path inside the Ξ-ball
-    Delta, k, sigma, sens = dH @ v, p.Gamma * p.tau, p.sigma_esc, p.s_H_max * p.Xi
-    return Delta, k, sigma, sens, f"lt-sosp escape releases (Γτ = {k}, b = {p.b}, replace-one)"
+    k = p.Gamma * p.tau
+    return GaussianShift(dH @ v, k, p.sigma_esc, p.s_H_max * p.Xi, f"lt-sosp escape releases (Γτ = {k}, b = {p.b}, replace-one)")
 
 # %% ../../nbs/audits/43_audit_sosp.ipynb #cfa518f0
 def _tree_shift(p, d:int, x, r, steep:float, step:float|None) -> tuple:
-    "(Δ, k, σ, sensitivity, label) of the tree family: the canary in leaf 2's gradient-difference batch (O2, `lt_oracle`; LT Alg. 3)."
+    "The `GaussianShift` of the tree family: the canary in leaf 2's gradient-difference batch (O2, `lt_oracle`; LT Alg. 3)."
     u_step = p.Xi / 2 if step is None else float(step)
     x_prev = x - u_step * np.eye(d)[0]
     bt = lt_module.batch_size(vnorm(x - x_prev), p)                    # what lt_oracle will take (it checks)
     D, Dp = sosp_canary_pair(bt, d, r.child(0), steep)
     m = [to_numpy(audit_estimate(p, data, D, x, x_prev, False).grad_est) for data in (D, Dp)]
-    Delta, k, sigma, sens = m[1] - m[0], len(nodes_containing(2, p.T)), p.sigma_tree, p.s_max
-    return Delta, k, sigma, sens, f"lt-sosp tree leaf 2 after a step {u_step:.3g} (b_t = {bt}, {k} nodes, replace-one)"
-
-# %% ../../nbs/audits/43_audit_sosp.ipynb #721252f3
-def summed_lr_scores(Delta, k:int, d:int, sigma_run:float, r, trials:int) -> tuple:
-    "LR scores ⟨Σᵢ Yᵢ, Δ⟩ of `trials` runs on D' and on D: the sum of k releases N(Δ·[D'], σ²I) is N(kΔ·[D'], kσ²I)."
-    return tuple((k * Delta * s + Trials(r.child(1, s), trials).normal(d, sigma_run * math.sqrt(k))) @ Delta for s in (1, 0))
+    k = len(nodes_containing(2, p.T))
+    return GaussianShift(m[1] - m[0], k, p.sigma_tree, p.s_max, f"lt-sosp tree leaf 2 after a step {u_step:.3g} (b_t = {bt}, {k} nodes, replace-one)")
 
 # %% ../../nbs/audits/43_audit_sosp.ipynb #65341380
 def run_sosp_audit(epsilon:float, delta:float, # the target `sosp_parameters` calibrates to
@@ -109,12 +93,8 @@ def run_sosp_audit(epsilon:float, delta:float, # the target `sosp_parameters` ca
     p, claim = _sosp_calibration(d, epsilon, delta, alpha)
     x = np.full(d, 0.5)                                                # an anchor where the samples' z matter (sin, cos ≠ 0)
     with injected(bug):                                                # tests only: the bug inside lt-sosp's own oracle
-        Delta, k, sigma, sens, label = _escape_shift(p, d, x, r, steep) if release == "escape" else _tree_shift(p, d, x, r, steep, step)
-    sigma_run = sigma * (0.25 if bug == "sigma / 4" else 1.0)
-    scores = summed_lr_scores(Delta, k, d, sigma_run, r, trials)
-    mu = math.sqrt(k) * float(np.linalg.norm(Delta)) / sigma_run
-    res = epsilon_lower_bound(scores[0], scores[1], delta, claim, confidence, n_thresholds, mechanism=label)
-    return SmoothAudit(res, epsilon_of(gaussian_event(1.0, mu), delta), np.array([mu]), math.sqrt(k) * sens / sigma, scores)
+        shift = _escape_shift(p, d, x, r, steep) if release == "escape" else _tree_shift(p, d, x, r, steep, step)
+    return shift_audit(shift, claim, delta, r, trials, confidence, n_thresholds, noise_factor=0.25 if bug == "sigma / 4" else 1.0)
 
 # %% ../../nbs/audits/43_audit_sosp.ipynb #9dac339e
 audit_lt_sosp = registered_audit("lt-sosp", run_sosp_audit, "Audit lt-sosp's escape releases (LT Alg. 2/3): a Hessian-batch canary, Γτ releases on the worst path.", release="escape")

@@ -12,8 +12,7 @@ from ..core.backend import to_numpy
 from ..problems.base import Saddle
 from ..privacy.accounting import gaussian_event, epsilon_of
 from .audit import epsilon_lower_bound
-from .audit_algorithms import registered_audit
-from .audit_smooth import SmoothAudit
+from .kit import registered_audit, SmoothAudit
 from .audit_sosp import run_sosp_audit
 from ..algorithms.sosp_erm import erm_parameters, erm_releases
 

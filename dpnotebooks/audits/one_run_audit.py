@@ -15,7 +15,8 @@ from ..problems.dataset import Dataset
 from ..engine.registry import InsufficientDataError
 from ..planning.minimize import plan_run
 from ..planning.catalog import ALGORITHMS
-from .audit_algorithms import AUDIT_SPECS, SignedAbs, audit_data, Canary, widen
+from .audit_algorithms import AUDIT_SPECS, widen
+from .kit import SignedAbs, audit_data, Canary
 from ..algorithms.dpsgd import dp_sgd, dpsgd_releases
 from ..privacy.accounting import DEFAULT_ACCOUNTANT
 from ..privacy.clipping import fo_grad_clipped

@@ -7,7 +7,6 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/engine/faults.html.md"""
 # %% ../../nbs/engine/08b_faults.ipynb #9c629bab
 from __future__ import annotations
 from ..core.backend import get_xp, asarray, to_numpy
-from .checkpoint import CheckpointWriteError
 
 # %% auto #0
 __all__ = ['RunStopped', 'stop_if_nonfinite']
@@ -30,8 +29,9 @@ class RunStopped(RuntimeError):
         return head + _spent_text(self) + _last_text(self) + " " + self.fix
 
     @classmethod
-    def write_failed(cls, err:CheckpointWriteError, x=None) -> RunStopped:
-        "The stop of a run whose checkpoint could not be saved after step `err.step` (that step's releases were made)."
+    def write_failed(cls, err, x=None) -> RunStopped:
+        """The stop of a run whose checkpoint could not be saved after step `err.step` (that step's releases were made).
+        `err` is a `CheckpointWriteError` (read by its fields, so that faults need not import the checkpoint module)."""
         return cls(err.step, x, f"saving the checkpoint failed ({type(err.cause).__name__}: {err.cause})",
                    fix=f"Free space or fix the permissions where {err.path} lives, then resume from the last good checkpoint.")
 

@@ -126,7 +126,7 @@ class RunOutput(NamedTuple):
 
 # %% ../../nbs/engine/08_registry.ipynb #233c9221
 class AlgorithmSpec(NamedTuple):
-    "One algorithm, everything particular to it in one record: its recipe, its price, its run, its work and its knobs."
+    "One algorithm, everything particular to it in one record: its recipe, its price, its run, its work, its knobs and its audits."
     name: str
     summary: str
     recipe: Callable                 # (n, d, epsilon, delta, alpha, beta, L, Phi, accountant=, **constants) -> Plan
@@ -143,6 +143,8 @@ class AlgorithmSpec(NamedTuple):
     work: Callable|None = None        # plan -> `Counts`: what a run computes and draws, from the plan alone (`35_cost`)
     knobs: tuple = ()                # plan fields a time limit may shrink (accuracy for time; no sensitivity reads them)
     noise_shape: Callable|None = None  # plan -> plan: the recipe's proportions between its NOISE fields, redone after an override
+    audits: tuple = ()               # names of the audits of its releases (`dpnb audit --mechanism NAME`), each checked against its ledger
+    no_audit: str = ""               # a private algorithm without an audit says why here (a user's own, a test's)
 
 # %% ../../nbs/engine/08_registry.ipynb #2e21fd8a
 ACCESS = ("single-pass", "multi-pass")
@@ -159,4 +161,6 @@ def check_spec(spec:AlgorithmSpec) -> AlgorithmSpec:
         raise TypeError(f"{spec.name}: `params` must be the NamedTuple type of its plans' records, with NOISE and FREE field tuples.")
     bad = [k for k in spec.knobs if k not in spec.params._fields or k in spec.params.NOISE]
     if bad: raise ValueError(f"{spec.name}: `knobs` must be fields of {spec.params.__name__} outside NOISE. Found {bad}.")
+    if spec.private and not (spec.audits or spec.no_audit):
+        raise ValueError(f"{spec.name} is private, so its spec names the audits of its releases (`audits`) or says why it has none (`no_audit`).")
     return spec
