@@ -69,7 +69,7 @@ def test_cli_breast_cancer_csv_public_scaling_held_out_accuracy(bc_files, capsys
     code, r = _run(bc_files, "abggmu-spider", "--data", str(bc_files / "bc.csv"), "--test-fraction", "0.3", "--seed", "0",
                    "--scale", "public", "--scale-with", str(bc_files / "const.csv"))
     err = capsys.readouterr().err
-    assert code == 0 and "labels {0, 1} coded as {-1, +1} for logistic" in err and "public constants" in err
+    assert code == 0 and "labels coded by the default schema (0 or -1 negative, 1 positive) as {-1, +1} for logistic" in err and "public constants" in err
     assert r["data"]["labels"]["coded_as"] == [-1, 1] and r["data"]["split"] == dict(test_fraction=0.3, seed=0, n_train=398, n_test=171)
     assert r["n"] == 398 and r["privacy"]["epsilon_spent"] <= 1 and "not private" in r["evaluation"]["data"]
     assert r["evaluation"]["accuracy_out"] >= 0.9, r["evaluation"]
@@ -83,7 +83,7 @@ def test_cli_private_scaling_is_in_the_ledger(bc_files):
     assert abs(led.spent(1e-5) - pr["epsilon_spent"]) < 1e-12 and pr["epsilon_spent"] <= 1 and pr["epsilon"] == 1
 
 @pytest.mark.parametrize("args, says", [
-    (["--data", "{d}/y3.csv"], "one-vs-rest"),
+    (["--data", "{d}/y3.csv", "--classes", "0,1,2"], "declare two classes"),
     (["--data", "{d}/bc.csv", "--n", "500"], "Drop --n"),
     (["--data", "{d}/bc.csv", "--d", "3"], "Drop --d"),
     (["--data", "{d}/bc.csv", "--scale", "private", "--scale-with", "0,1", "--scale-epsilon", "2"], "no data was read"),

@@ -309,8 +309,9 @@ def _add_run_data(r):
     r.add_argument("--data-seed", type=int, default=0, help="seed of the synthetic data (default 0)")
     r.add_argument("--test-fraction", type=float, default=None, metavar="F", help="hold out this share of --data (a random split with --split-seed; not private)")
     r.add_argument("--split-seed", type=int, default=0, help="public seed of the --test-fraction split (default 0)")
-    r.add_argument("--classes", type=lambda s: [float(v) for v in s.split(",")], default=None, metavar="NEG,POS",
-                   help="the two label values (public schema), negative first; default: the two values found")
+    r.add_argument("--classes", type=lambda s: [v.strip() for v in s.split(",")], default=None, metavar="NEG,POS",
+                   help="the two labels (public schema: numbers or text), negative first; default: 1 positive, 0 or -1 negative, or "
+                        "the two labels of --test FILE. Never read from the private --data file; a record with another label is zeroed")
     r.add_argument("--scale", choices=["none", "public", "private"], default="none",
                    help="features of --data FILE: 'none' (rows projected into the unit ball), 'public' constants, or a 'private' estimate charged to the budget")
     r.add_argument("--scale-with", default=None, metavar="A,B|FILE.csv",

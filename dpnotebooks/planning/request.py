@@ -13,8 +13,8 @@ import numpy as np
 from fastcore.basics import patch
 from ..core.backend import get_backend, to_numpy, make_rng
 from ..problems.base import get_problem, PROBLEMS
-from ..problems.dataset import load_file, with_data, Dataset, load_sklearn
-from ..problems.data import (code_labels, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
+from ..problems.dataset import load_file, with_data, Dataset, load_sklearn, read_records, check_finite
+from ..problems.data import (code_labels, code_schema, label_coding, label_numbers, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
 from ..privacy.ledger import Ledger
@@ -157,26 +157,64 @@ def _check_size(n, d, ds:Dataset, data:str):
             raise ValueError(f"{flag} {v} was given with --data {data}, which has {flag[2:]} = {have}: {flag} sets the size of synthetic data only. "
                              f"Drop {flag} (or make it match).")
 
-def _read(data:str, problem:str) -> Dataset:
-    "A bundled dataset (already coded and scaled with public constants) or a user file (raw)."
-    if data in ("breast-cancer", "digits"): return load_sklearn(data, labels="01" if problem == "sigmoid-glm" else "pm1")
-    return Dataset.from_file(data)
+BUNDLED = ("breast-cancer", "digits")
+
+def _bundled(data:str, problem:str) -> Dataset:
+    "A bundled dataset: public, already coded and scaled with public constants."
+    return load_sklearn(data, labels="01" if problem == "sigmoid-glm" else "pm1")
+
+def _private_file(data:str, loss:str|None, classes) -> tuple:
+    "(Dataset, coding) of the PRIVATE training file: `read_records`, labels coded by the public schema (`code_schema`)."
+    X, labels = read_records(data)
+    y, coding = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
+    return Dataset(X, y, Path(data).stem), coding
+
+# %% ../../nbs/planning/36_run_request.ipynb #f02cca19
+def _finite_rows(ds:Dataset) -> np.ndarray:
+    "Which rows of `ds` have finite features and label (the others are zeroed by the mechanisms)."
+    return np.all(np.isfinite(to_numpy(ds.A)), axis=1) & np.isfinite(to_numpy(ds.y))
+
+# %% ../../nbs/planning/36_run_request.ipynb #46e62e1d
+def _sort_key(v:str) -> tuple:
+    num = label_numbers([v])[0]
+    return (bool(np.isnan(num)), 0.0 if np.isnan(num) else float(num), v)
+
+def _schema_classes(test:str|None, loss:str|None, classes):
+    "The schema's classes: declared, else the held-out file's two label values (public; the smaller negative), else None (the default)."
+    if classes is not None or test is None or loss is None or label_coding(loss) is None: return classes
+    vals = sorted(set(read_records(test)[1].tolist()), key=_sort_key)
+    if len(vals) == 2: return vals
+    if loss == "sigmoid-glm": return None                                 # targets in [0, 1]: the default schema keeps them
+    raise ValueError(f"The held-out file {test} has {len(vals)} label values ({', '.join(vals[:6])}), and {loss} is a binary loss: "
+                     "give a held-out file with two classes, or declare them with --classes NEGATIVE,POSITIVE.")
+
+def _held_out_file(test:str, loss:str|None, classes) -> Dataset:
+    "The held-out file (public: refused with the position of a bad entry), its labels coded by the run's schema."
+    X, labels = read_records(test)
+    y, _ = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
+    check_finite(X, f"held-out file {test}: X")
+    if np.isnan(y).any(): raise ValueError(f"The held-out file {test} has labels outside the schema (at row {int(np.flatnonzero(np.isnan(y))[0])}): "
+                                           "declare its classes with --classes, or fix those rows.")
+    return Dataset(X, y, Path(test).stem)
 
 # %% ../../nbs/planning/36_run_request.ipynb #f1095b57
 def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|None=None, split_seed:int=0,
               n:int|None=None, d:int|None=None, classes=None) -> tuple:
-    "(train, held-out Dataset or None, what the held-out data is, the record's `data` block): read, labels coded, split; not scaled."
+    "(train, held-out Dataset or None, what it is, the record's `data` block): the private file read and coded by the public schema, split; not scaled."
     if test is not None and test_fraction is not None: raise ValueError("Give either --test FILE or --test-fraction F, not both.")
-    raw = _read(data, problem); _check_size(n, d, raw, data)
     loss = None if ":" in problem else problem
-    train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
+    if data in BUNDLED:                                                   # public data: its label set may be read
+        raw = _bundled(data, problem); train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
+    else: train, coding = _private_file(data, loss, _schema_classes(test, loss, classes))
+    _check_size(n, d, train, data)
     held, what, split = None, None, None
     if test is not None:
-        held, what = _read(test, problem), f"held-out file {test} (not private)"
-        known = coding["values"] if coding and isinstance(coding["values"], list) else classes
-        if loss: held = code_labels(held, loss, known, say=False)[0]
+        what = f"held-out file {test} (not private)"
+        held = (code_labels(_bundled(test, problem), loss, coding["values"], say=False)[0] if test in BUNDLED
+                else _held_out_file(test, loss, _schema_classes(test, loss, classes)))
     elif test_fraction is not None:
         train, held = train_test_split(train, test_fraction, split_seed)
+        held = held[np.flatnonzero(_finite_rows(held))]                  # held-out rows only evaluate: a malformed one is left out
         what = f"held-out {test_fraction:g} of {data} (random split, public seed {split_seed}; not private)"
         split = dict(test_fraction=float(test_fraction), seed=int(split_seed), n_train=len(train), n_test=len(held))
     return train, held, what, dict(source=data, n=len(train), d=train.p, labels=coding, split=split, test=test)
@@ -231,13 +269,14 @@ def run_request(req:RunRequest, # the run asked for
                ) -> dict:
     "Run `req` through `minimize` and return the JSON record of the `dpnb run` contract (optionally checkpointed)."
     _check(req)
-    p, held, what, block, scl, et = run_inputs(req)
+    with np.errstate(all="ignore"):                                     # no floating-point warning on a private record (NaN, 1e200) may reach stderr
+        p, held, what, block, scl, et = run_inputs(req)
     kept = dict(req.to_dict(), released_scaling=None if scl is None else dict(scaling=block["scaling"], ledger=scl.to_dicts()))
     res = minimize(p, req.algorithm, epsilon=et, delta=req.delta, alpha=req.alpha, beta=req.beta, seed=req.seed, accountant=req.accountant,
                    secure=req.secure, progress=progress, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                    checkpoint_info=dict(request=jsonable(kept)), diagnostics="nonprivate" if req.nonprivate_diagnostics else None,
                    max_seconds=req.max_seconds, **req.overrides)
-    r = _record(req, block, p, held, what, res)
+    with np.errstate(all="ignore"): r = _record(req, block, p, held, what, res)
     if scl is not None:                                                  # the scaling's releases are part of the run's price
         led = compose(scl, res.ledger)
         r["privacy"].update(epsilon=req.epsilon, epsilon_spent=led.spent(req.delta, req.accountant), events=led.to_dicts(),
@@ -267,7 +306,8 @@ def run_inputs(req:RunRequest) -> tuple:
         sc = Scaler(np.asarray(info["center"]), np.asarray(info["scale"]), "private", info["max_norm"])
     else: sc, scl, et, info = _scaling(req, train)
     block["scaling"] = info
-    if block["labels"] and block["labels"]["changed"]: print(f"dpnb: {block['labels']['message']} (the label set is treated as public schema)", file=sys.stderr)
+    lab = block["labels"]
+    if lab and lab.get("changed", True): print(f"dpnb: {lab['message']} (the label set is public schema)", file=sys.stderr)
     if data not in ("breast-cancer", "digits"): print(f"dpnb: features: {_scaling_note(info)}", file=sys.stderr)
     p = _problem_on(problem, sc(train), req.data_seed)
     return p, None if test_ds is None else with_data(p, sc(test_ds)), what, block, scl, et
@@ -292,7 +332,9 @@ def _record(req:RunRequest, block:dict, p, held, what, res) -> dict:
     if held is not None: r["evaluation"] = dict(evaluation_block(held, p.x0, res.x, plan.alpha, kind, what),
                                                 note="held-out data: not protected by the privacy guarantee, and not used by the run")
     if req.nonprivate_diagnostics:
-        r["nonprivate"] = dict(evaluation_block(p, p.x0, res.x, plan.alpha, kind, "the private training data: NOT private"), **res.nonprivate)
+        ok = _finite_rows(p.data); fit = with_data(p, p.data[np.flatnonzero(ok)])     # a malformed record was zeroed in the run
+        r["nonprivate"] = dict(evaluation_block(fit, p.x0, res.x, plan.alpha, kind, "the private training data: NOT private"), **res.nonprivate,
+                               zeroed_records=int((~ok).sum()), zeroed_note="records out of the schema or not finite: zeroed by the mechanism")
     return r
 
 def _sosp_block(res) -> dict:
@@ -303,15 +345,26 @@ def _sosp_block(res) -> dict:
                 note="decided from the released noisy gradients and iterates: part of the private output")
 
 
+# %% ../../nbs/planning/36_run_request.ipynb #ae7aca95
+def _shape_problem(req:RunRequest):
+    "The problem a dry run prices: synthetic or bundled data as a run builds it; a private file's shape only (its records are zeros)."
+    problem, n, d, data = req.problem, req.n, req.d, req.data
+    if data in (None, "synthetic"):
+        return _user_problem(problem, data) if ":" in problem else get_problem(problem, n=20000 if n is None else n, d=10 if d is None else d, seed=req.data_seed)
+    if data in BUNDLED:
+        ds = _bundled(data, problem); _check_size(n, d, ds, data)
+        return _problem_on(problem, ds, req.data_seed)
+    shape = read_records(data)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
+    _check_size(n, d, zeros, data)
+    return _problem_on(problem, zeros, req.data_seed)
+
 # %% ../../nbs/planning/36_run_request.ipynb #f86f0197
 def dry_run(req:RunRequest) -> str:
     "The plan and its price, without running: what `dpnb run --dry-run` prints (no sample is read by the algorithm, nothing is spent)."
-    algorithm, problem, n, d, epsilon, delta, alpha, beta, data, accountant, overrides = (req.algorithm, req.problem, req.n, req.d, req.epsilon,
-        req.delta, req.alpha, req.beta, req.data, req.accountant, req.overrides)
+    algorithm, epsilon, delta, alpha, beta, accountant, overrides = (req.algorithm, req.epsilon, req.delta, req.alpha, req.beta, req.accountant,
+                                                                     req.overrides)
     check_request(algorithm, epsilon, delta, alpha, beta, **overrides)
-    n, d = (20000 if n is None else n, 10 if d is None else d) if data in (None, "synthetic") else (n, d)
-    if data not in (None, "synthetic"): _check_size(n, d, _read(data, problem), data)
-    p = _user_problem(problem, data) if ":" in problem else get_problem(problem, n=n, d=d, seed=req.data_seed, data=data)
+    p = _shape_problem(req)
     scl, et = Ledger(), epsilon
     if req.scale == "private" and ALGORITHMS[algorithm].private:
         es, e0 = split_budget(epsilon, req.scale_epsilon); scl = private_scaler_ledger(p.data.p, es, delta, accountant)
@@ -335,7 +388,7 @@ def run_tune(req:RunRequest, # the data, the budget, the seed and the fixed over
     algorithm, problem, data, epsilon, delta, seed = req.algorithm, req.problem, req.data, req.epsilon, req.delta, req.seed
     if req.scale == "private": raise ValueError("`dpnb tune` takes --scale none or public: a private scaling would need its own share of the budget (use `dpnb run`).")
     if data in (None, "synthetic"): raise ValueError("`dpnb tune` selects on your data: give --data (breast-cancer, digits or a file) and --test or --test-fraction.")
-    p, held, what, block, _, _ = run_inputs(replace(req, accountant="rdp", data_seed=0, n=None, d=None))
+    with np.errstate(all="ignore"): p, held, what, block, _, _ = run_inputs(replace(req, accountant="rdp", data_seed=0, n=None, d=None))
     res = tune(p, algorithm, grid, epsilon, delta, mean_runs=mean_runs, distribution=distribution, validation_fraction=validation_fraction,
                score=score, seed=seed, diagnostics="nonprivate" if req.nonprivate_diagnostics else None, **req.overrides)
     r = dict(command="tune", algorithm=algorithm, problem=problem, data=block, grid=grid, seed=seed, seeded=res.seeded, backend=get_backend(),

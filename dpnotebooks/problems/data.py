@@ -15,9 +15,9 @@ from ..privacy.ledger import Ledger, Release, BudgetExceededError, calibrate_led
 from ..privacy.accounting import DEFAULT_ACCOUNTANT
 
 # %% auto #0
-__all__ = ['LABEL_CODING', 'SCALE_SHARE', 'label_coding', 'code_labels', 'train_test_split', 'Scaler', 'public_scaler',
-           'private_scaler_ledger', 'compose', 'check_composition', 'fit_private_scaler', 'split_budget',
-           'training_epsilon']
+__all__ = ['LABEL_CODING', 'DEFAULT_SCHEMA', 'SCALE_SHARE', 'label_coding', 'code_labels', 'label_numbers', 'schema_of',
+           'code_schema', 'train_test_split', 'Scaler', 'public_scaler', 'private_scaler_ledger', 'compose',
+           'check_composition', 'fit_private_scaler', 'split_budget', 'training_epsilon']
 
 # %% ../../nbs/problems/04f_data.ipynb #9c681217
 LABEL_CODING = {"logistic": (-1.0, 1.0), "hinge": (-1.0, 1.0), "sigmoid-glm": (0.0, 1.0)}   # (negative, positive) class values
@@ -54,6 +54,50 @@ def code_labels(data:Dataset, # the (training or held-out) data
     if changed and say: warnings.warn(msg + " (the label set is treated as public schema)", LabelCodingWarning, stacklevel=2)
     coded = np.where(y == vals[1], want[1], want[0]) if changed else y
     return Dataset(data.A, coded, data.name), dict(loss=loss, values=vals, coded_as=list(want), changed=changed, message=msg)
+
+# %% ../../nbs/problems/04f_data.ipynb #ab85b7e2
+def label_numbers(labels) -> np.ndarray:
+    "Text labels as numbers, NaN where a label is not a number."
+    out = np.full(len(labels), np.nan)
+    for k, v in enumerate(labels):
+        try: out[k] = float(v)
+        except (TypeError, ValueError): pass
+    return out
+
+def _is(labels, num, c) -> np.ndarray:
+    "Which labels equal the class `c`: as numbers when `c` is one ('1.0' is 1), else as text."
+    try: return num == float(c)
+    except (TypeError, ValueError): return labels == str(c)
+
+# %% ../../nbs/problems/04f_data.ipynb #b900c20a
+DEFAULT_SCHEMA = (("0", "-1"), "1")    # no classes declared: (negative labels, positive label)
+
+def schema_of(loss:str, classes=None) -> tuple:
+    "(negative labels, positive label) of the public schema: `classes` = [negative, positive], or `DEFAULT_SCHEMA`."
+    if classes is None: return DEFAULT_SCHEMA
+    classes = list(classes)
+    if len(classes) != 2: raise ValueError(f"{loss} is a binary loss: declare two classes, [negative, positive]. Found {len(classes)} ({classes}). "
+                                           "Recode to two classes (one-vs-rest: y = (y == k)) or use a regression problem.")
+    return (classes[0],), classes[1]
+
+def _schema_text(neg, pos) -> str: return f"{' or '.join(map(str, neg))} negative, {pos} positive"
+
+# %% ../../nbs/problems/04f_data.ipynb #ebd70a17
+def code_schema(labels, # a PRIVATE file's labels, as text (`read_records`) or numbers
+                loss:str, # a problem name ('logistic', 'sigmoid-glm', ...) or 'hinge'
+                classes=None, # [negative, positive], declared (public schema); default `DEFAULT_SCHEMA`
+               ) -> tuple: # (y float (n,), NaN outside the schema; the coding, which describes the schema only)
+    "Labels coded for `loss` by a schema fixed before the data are read: a label outside it becomes NaN (zeroed in the mechanism)."
+    labels = np.asarray(labels).astype(str); num = label_numbers(labels); want = label_coding(loss)
+    if want is None: return num, None
+    neg, pos = schema_of(loss, classes)
+    y = np.where((num > 0) & (num < 1), num, np.nan) if loss == "sigmoid-glm" and classes is None else np.full(len(labels), np.nan)
+    for c in neg: y[_is(labels, num, c)] = want[0]
+    y[_is(labels, num, pos)] = want[1]
+    src = "declared" if classes is not None else "default"
+    msg = (f"labels coded by the {src} schema ({_schema_text(neg, pos)}) as {_fmt(list(want))} for {loss}; "
+           "a record with another label contributes nothing" + ("" if classes is not None else " (declare classes to name yours)"))
+    return y, dict(loss=loss, schema=dict(negative=[str(c) for c in neg], positive=str(pos)), source=src, coded_as=list(want), message=msg)
 
 # %% ../../nbs/problems/04f_data.ipynb #5ae55d93
 def train_test_split(data:Dataset, # the data to split

@@ -7,13 +7,14 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/problems/dataset.html.md"""
 # %% ../../nbs/problems/03_dataset.ipynb #c29c2329
 from __future__ import annotations
 import math
+from collections import Counter
 from pathlib import Path
 import numpy as np
 from ..core.backend import get_xp, asarray, to_numpy, take_rows
 
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'Dataset', 'normalize_rows', 'check_finite', 'scale_records', 'with_data',
-           'MissingExtraError', 'optional_import', 'load_sklearn', 'LabelCodingWarning', 'load_file']
+           'MissingExtraError', 'optional_import', 'load_sklearn', 'LabelCodingWarning', 'load_file', 'read_records']
 
 # %% ../../nbs/problems/03_dataset.ipynb #a8508abd
 def _numeric(kind) -> bool:
@@ -216,3 +217,49 @@ def load_file(path:str|Path, # a .npz with arrays X and y, or a .csv whose last 
     "User data from `.npz` or `.csv` (`Dataset.from_file`), with rows projected into the unit ball (a per-record map)."
     ds = Dataset.from_file(path)
     return Dataset(normalize_rows(ds.A, max_norm), ds.y, ds.name)
+
+# %% ../../nbs/problems/03_dataset.ipynb #81d67eaf
+def _number(v:str) -> float:
+    try: return float(v)
+    except ValueError: return math.nan
+
+def _record_rows(lines:list, width:int, t:int) -> tuple:
+    "(X, labels): every line a record; a row of another length is all NaN, a cell that is not a number NaN."
+    X, labels = np.full((len(lines), width - 1), np.nan), []
+    for k, (_, cells, _) in enumerate(lines):
+        ok = len(cells) == width
+        if ok: X[k] = [_number(v) for v in cells[:t] + cells[t + 1:]]
+        labels.append(cells[t] if ok else "")
+    return X, np.asarray(labels, dtype=str)
+
+# %% ../../nbs/problems/03_dataset.ipynb #a9343505
+def _csv_records(path:Path, target:int|str=-1) -> tuple:
+    "(X, labels) of a private .csv: the header (if its features are not numbers) and the row length are schema."
+    lines = [(i, [v.strip() for v in l.split(",")], l) for i, l in enumerate(path.read_text().splitlines(), 1) if l.strip()]
+    if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, one column being y.")
+    head = lines[0][1]
+    if isinstance(target, str) and target not in head:
+        raise ValueError(f"{path.name}: no header column {target!r}. Name the target column as the header does, or pass its index.")
+    t0 = head.index(target) if isinstance(target, str) else target
+    has_head = isinstance(target, str) or any(math.isnan(_number(v)) for v in head[:t0 % len(head)] + head[t0 % len(head) + 1:])
+    width = len(head) if has_head else Counter(len(c) for _, c, _ in lines).most_common(1)[0][0]
+    if width < 2: raise ValueError(f"{path.name} has one column: it needs features and a target column y.")
+    if not -width <= t0 < width: raise ValueError(f"{path.name}: no target column {target!r} among its {width} columns.")
+    rows = lines[1:] if has_head else lines
+    if not rows: raise ValueError(f"{path.name} has a header and no data rows.")
+    return _record_rows(rows, width, t0 % width)
+
+# %% ../../nbs/problems/03_dataset.ipynb #db9e6320
+def read_records(path:str|Path, # a private .csv (header optional) or .npz (arrays X and y)
+                 target:int|str=-1, # the target column of a .csv: an index, or a header name
+                ) -> tuple: # (X float (n, p), NaN where a record is malformed; labels (n,) as text)
+    "A PRIVATE data file, every line a record: nothing a record holds can stop the read or reach a message."
+    path = _existing(path)
+    if path.suffix == ".csv": return _csv_records(path, target)
+    if path.suffix != ".npz": raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (one column y).")
+    with np.load(path) as f:
+        if "X" not in f or "y" not in f: raise ValueError(f"{path.name} must contain arrays 'X' and 'y'. Found {sorted(f.keys())}.")
+        X, y = np.asarray(f["X"]), np.asarray(f["y"])
+    if X.ndim != 2 or y.shape != (X.shape[0],): raise ValueError(f"{path.name}: X must be (n, p) and y (n,). Found {X.shape} and {y.shape}.")
+    if X.dtype.kind not in "biuf": X = np.vectorize(lambda v: _number(str(v)), otypes=[float])(X)
+    return X.astype(float), y.astype(str)
