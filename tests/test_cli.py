@@ -107,3 +107,14 @@ def test_json_plan_block_is_the_common_fields_and_the_algorithms_record(tmp_path
     bad = here("run", "dp-sgd", "--problem", "robust-regression", "--n", "2000", "--d", "3", "--epsilon", "1", "--delta", "1e-6",
               "--set", "B2=64", "--dry-run")
     assert bad.returncode != 0 and "DPSGDParams: T, batch, eta, C, sigma, sampling" in bad.stderr + bad.stdout
+
+
+def test_the_privacy_block_documents_its_events_and_prices_add_remove():
+    "Each event field is explained in `event_fields`; `epsilon_add_remove` prices the same releases for add/remove neighbours, below the guarantee."
+    from dpnotebooks.planning.request import run_algorithm
+    from dpnotebooks.privacy.ledger import Ledger
+    for alg in ("dp-sgd", "abggmu-spider"):
+        pr = run_algorithm(alg, "logistic", 2000, 4, 1.0, 1e-5, seed=0)["privacy"]
+        assert {k for e in pr["events"] for k in e} == set(pr["event_fields"]) and "add/remove" in pr["add_remove_note"]
+        assert 0 < pr["epsilon_add_remove"] < pr["epsilon_spent"] <= 1.0 + 1e-9
+        assert pr["epsilon_add_remove"] == Ledger.from_dicts(pr["events"]).spent_add_remove(1e-5)

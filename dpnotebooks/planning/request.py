@@ -17,7 +17,7 @@ from ..problems.dataset import load_file, with_data, Dataset, load_sklearn, read
 from ..problems.data import (code_labels, code_schema, label_coding, label_numbers, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
-from ..privacy.ledger import Ledger
+from ..privacy.ledger import Ledger, EVENT_FIELDS
 from ..privacy.accounting import DEFAULT_ACCOUNTANT, NEIGHBOURING
 from ..engine.registry import record_dict
 from .catalog import ALGORITHMS
@@ -279,7 +279,7 @@ def run_request(req:RunRequest, # the run asked for
     with np.errstate(all="ignore"): r = _record(req, block, p, held, what, res)
     if scl is not None:                                                  # the scaling's releases are part of the run's price
         led = compose(scl, res.ledger)
-        r["privacy"].update(epsilon=req.epsilon, epsilon_spent=led.spent(req.delta, req.accountant), events=led.to_dicts(),
+        r["privacy"] = dict(_privacy_block(led, req.epsilon, req.delta, req.accountant, r["privacy"]["private"]),
                             budget_split=dict(scaling=block["scaling"]["epsilon"], training=et))
     return jsonable(r)
 
@@ -318,14 +318,23 @@ def _scaling_note(info:dict) -> str:
     return (f"scaled with a private estimate (epsilon {info['epsilon']:g} of the budget; training gets {info['training_epsilon']:.4g}), "
             "rows projected into the unit ball")
 
+# %% ../../nbs/planning/36_run_request.ipynb #143802cc
+ADD_REMOVE_NOTE = ("epsilon of the same noise for add/remove-one neighbours (a record added or removed), what Opacus and most libraries "
+                   "report: compare their figures with this one. The guarantee of this run is epsilon_spent, for replace-one neighbours.")
+
+def _privacy_block(ledger:Ledger, epsilon:float, delta:float, accountant:str, private:bool) -> dict:
+    "The record's `privacy` block: the target, ε spent (replace-one), the same releases priced for add/remove, the entries and their fields."
+    return dict(private=private, epsilon=epsilon, delta=delta, accountant=accountant, neighbouring=NEIGHBOURING,
+                epsilon_spent=ledger.spent(delta, accountant), epsilon_add_remove=ledger.spent_add_remove(delta), add_remove_note=ADD_REMOVE_NOTE,
+                events=ledger.to_dicts(), event_fields=EVENT_FIELDS)
+
 # %% ../../nbs/planning/36_run_request.ipynb #5c7fbb03
 def _record(req:RunRequest, block:dict, p, held, what, res) -> dict:
     "The JSON record: what the run released and its price, `evaluation` on held-out data, `nonprivate` only when asked for."
     plan, spec = res.trace["plan"], ALGORITHMS[req.algorithm]; kind, private = spec.stationarity, spec.private
     r = dict(algorithm=req.algorithm, problem=req.problem, data=block, n=len(p.data), d=p.dim, seed=res.seed, seeded=res.seeded,
              backend=get_backend(), secure=res.secure,
-             privacy=dict(private=private, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
-                          epsilon_spent=res.epsilon_spent, events=res.ledger.to_dicts()),
+             privacy=_privacy_block(res.ledger, res.epsilon, res.delta, res.accountant, private),
              samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample, x_out=res.x, seconds=res.seconds,
              checkpoint=res.trace.get("checkpoint"), plan=dict(plan._asdict(), params=record_dict(plan.params), work=estimate_work(p, plan)._asdict()))
     if kind == "sosp": r["sosp"] = _sosp_block(res)

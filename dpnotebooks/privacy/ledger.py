@@ -24,8 +24,8 @@ from ..core.validation import check_positive, check_delta, check_count
 
 
 # %% auto #0
-__all__ = ['PLD_DISCRETIZATION', 'PLD_MAX_POINTS', 'POISSON_RDP_ORDERS', 'poisson_gaussian_event', 'Release', 'Ledger',
-           'addremove_poisson_rdp', 'replace_one_poisson_rdp', 'BudgetExceededError', 'calibrate_ledger',
+__all__ = ['PLD_DISCRETIZATION', 'PLD_MAX_POINTS', 'POISSON_RDP_ORDERS', 'EVENT_FIELDS', 'poisson_gaussian_event', 'Release',
+           'Ledger', 'addremove_poisson_rdp', 'replace_one_poisson_rdp', 'BudgetExceededError', 'calibrate_ledger',
            'check_budget', 'Result']
 
 # %% ../../nbs/privacy/01a_ledger.ipynb #3d7de6f1
@@ -217,6 +217,41 @@ def _events(self) -> list:
 Ledger._worst_groups, Ledger.spent, Ledger.events, Ledger.neighbouring = _worst_groups, _spent, _events, NEIGHBOURING
 
 
+# %% ../../nbs/privacy/01a_ledger.ipynb #f25227ca
+def _pld_epsilon_add_remove(gauss:float, sampled:list, delta:float) -> float:
+    "`_pld_epsilon` for ADD_OR_REMOVE_ONE: the Gaussian part at μ² = `gauss`, each sampled entry's Gaussian at its noise multiplier σ/C."
+    step = [r.sampling_rate * min(1.0, r.sensitivity / r.sigma) for r in sampled]
+    vdi = float(np.clip(min(step) / 3, 1e-7, PLD_DISCRETIZATION))
+    if min(r.sigma / r.sensitivity for r in sampled) < 0.2: return math.inf
+    pld = pld_lib.identity(value_discretization_interval=vdi)
+    if gauss > 0: pld = pld.compose(pld_lib.from_gaussian_mechanism(1 / math.sqrt(gauss), value_discretization_interval=vdi,
+                                                                     neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE))
+    for r in sampled:
+        one = pld_lib.from_gaussian_mechanism(r.sigma / r.sensitivity, value_discretization_interval=vdi, sampling_prob=r.sampling_rate,
+                                              neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
+        pld = pld.compose(_self_composed(one, r.count))
+    return float(pld.get_epsilon_for_delta(delta))
+
+# %% ../../nbs/privacy/01a_ledger.ipynb #f8d17db2
+_AR_ORDERS = tuple(int(a) for a in POISSON_RDP_ORDERS if float(a).is_integer())   # integer orders: the add/remove sum is exact there
+
+def _group_epsilon_add_remove(entries:tuple, delta:float) -> float:
+    "ε at δ of `entries` for add/remove-one neighbours: each mean's distance C/B (half the replace-one 2C/B); sampled entries by RDP and PLD."
+    mu2 = [r.mu2 for r in entries]
+    if math.inf in mu2: return math.inf
+    gauss = sum(m for m in mu2 if m is not None) / 4                   # (s/2σ)² for s the replace-one distance
+    sampled = [r for r, m in zip(entries, mu2) if m is None]
+    if not sampled: return gdp_epsilon(math.sqrt(gauss), delta)
+    orders = np.asarray(_AR_ORDERS)
+    rdp = gauss * orders / 2 + sum(r.count * addremove_poisson_rdp(r.sampling_rate, r.sigma / r.sensitivity, orders) for r in sampled)
+    return min(float(compute_epsilon(orders, rdp, delta)[0]), _pld_epsilon_add_remove(gauss, sampled, delta))
+
+def _spent_add_remove(self, delta:float) -> float:
+    "ε at `delta` of the same releases for add/remove-one neighbours (what most libraries report): a comparison figure, not the guarantee."
+    return max((_group_epsilon_add_remove(e, float(check_delta(delta))) for e in self._worst_groups()), default=0.0)
+
+Ledger.spent_add_remove = _spent_add_remove
+
 # %% ../../nbs/privacy/01a_ledger.ipynb #38caac3e
 def _rows(self):
     "Rows (mechanism, sensitivity, sigma, noise multiplier, count, touches, label), merging identical entries across groups."
@@ -255,6 +290,18 @@ def _from_dicts(cls, rows) -> "Ledger":
     return cls(tuple(Release(**r) for r in rows))
 
 Ledger.to_dicts, Ledger.from_dicts = _to_dicts, classmethod(_from_dicts)
+
+# %% ../../nbs/privacy/01a_ledger.ipynb #d36b2274
+EVENT_FIELDS = dict(
+    mechanism="'gaussian': `count` noisy releases; 'tree': a tree-aggregation stream of length `count`; 'poisson-gaussian': `count` noisy sums "
+              "over Poisson samples; 'nonprivate': released without noise (epsilon = infinity)",
+    sensitivity="'gaussian' and 'tree': the replace-one L2 distance between a release's means on neighbouring datasets (2C/B for a mean of B "
+                "terms clipped to C; a tree's per increment); 'poisson-gaussian': the per-record clip bound C of the noisy sum",
+    sigma="the Gaussian noise standard deviation per coordinate (per node of a tree)",
+    count="'gaussian' and 'poisson-gaussian': the number of releases; 'tree': the stream length (a record is in floor(log2 count) + 1 nodes)",
+    touches="the records an entry reads: 'all', or one of disjoint groups (parallel composition: the worst group is priced)",
+    label="what was released, in words",
+    sampling_rate="'poisson-gaussian' only: the probability q that a record joins each sum")
 
 # %% ../../nbs/privacy/01a_ledger.ipynb #3b78e8a7
 class BudgetExceededError(ValueError):
