@@ -118,3 +118,19 @@ def test_the_privacy_block_documents_its_events_and_prices_add_remove():
         assert {k for e in pr["events"] for k in e} == set(pr["event_fields"]) and "add/remove" in pr["add_remove_note"]
         assert 0 < pr["epsilon_add_remove"] < pr["epsilon_spent"] <= 1.0 + 1e-9
         assert pr["epsilon_add_remove"] == Ledger.from_dicts(pr["events"]).spent_add_remove(1e-5)
+
+
+def test_the_mlp_problem_runs_from_the_command_line(tmp_path, capsys):
+    from dpnotebooks.interface.cli import main
+    "`--problem mlp --hidden H`: the built-in MLP p-H-1 on bundled, file or synthetic data, priced and held out as any problem."
+    out = tmp_path / "r.json"
+    base = ["run", "dp-sgd", "--problem", "mlp", "--epsilon", "1", "--delta", "1e-5", "--seed", "0", "--quiet", "--out", str(out)]
+    assert main(base + ["--hidden", "16", "--data", "breast-cancer", "--test-fraction", "0.3"]) == 0
+    r = json.loads(out.read_text()); assert r["problem"] == "mlp" and r["d"] == 30 * 16 + 2 * 16 + 1 and r["evaluation"]["accuracy_out"] > 0.85   # 0.936 measured
+    assert main(base + ["--n", "1000", "--d", "4"]) == 0 and json.loads(out.read_text())["d"] == 4 * 32 + 2 * 32 + 1
+    assert main(["run", "dp-sgd", "--problem", "mlp", "--hidden", "8", "--n", "1000", "--d", "4", "--epsilon", "1", "--delta", "1e-5", "--dry-run"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit): main(base + ["--hidden", "64,64"])
+    assert "one hidden layer" in capsys.readouterr().err
+    assert main(["run", "dp-sgd", "--problem", "logistic", "--hidden", "8", "--epsilon", "1", "--delta", "1e-5", "--quiet"]) == 2
+    assert "--hidden sizes --problem mlp" in capsys.readouterr().err

@@ -20,6 +20,7 @@ from ..engine.faults import RunStopped
 from ..engine.checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 from ..planning.catalog import ALGORITHMS as REGISTRY, algorithm_knobs, list_algorithms
 from ..planning.request import RunRequest, run_request, run_tune, dry_run, jsonable
+from ..algorithms.dpsgd import MLP
 from ..experiments.demo import DEMO, run_demo, format_demo, plot_demo
 from ..planning.tuning import DISTRIBUTIONS, SCORES
 from ..audits.audit import MECHANISM_AUDITS
@@ -45,6 +46,7 @@ def cmd_list(args) -> int:
     for name, summary in ALGORITHMS.items(): print(f"  {name:<20} {summary}")
     print("problems (--problem NAME):")
     for name, summary in list_problems(): print(f"  {name:<20} {summary}")
+    print(f"  {'mlp':<20} {MLP.summary} (--hidden H, default 32)")
     print("audits (dpnb audit --mechanism NAME):")
     for name in AUDITS: print(f"  {name}")
     return 0
@@ -107,8 +109,8 @@ def _resumed_run(args) -> dict:
 def _request(args) -> RunRequest:
     "The `RunRequest` of `dpnb run`'s arguments."
     named = ("problem", "n", "d", "epsilon", "delta", "alpha", "beta", "seed", "data", "data_seed", "accountant", "test", "test_fraction",
-             "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "secure", "nonprivate_diagnostics", "max_seconds")
-    return RunRequest(args.algorithm, **{k: getattr(args, k) for k in named}, overrides=_parse_overrides(args.set))   # by name: no field can slip
+             "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "secure", "nonprivate_diagnostics", "max_seconds", "hidden")
+    return RunRequest(args.algorithm, **{k: getattr(args, k) for k in named}, intercept=not args.no_intercept, overrides=_parse_overrides(args.set))   # by name: no field can slip
 
 # %% ../../nbs/interface/50_cli.ipynb #cfbe31f2
 def cmd_run(args) -> int:
@@ -270,7 +272,8 @@ def cmd_tune(args) -> int:
     "`dpnb tune`: print the selection's summary, write its JSON record."
     req = RunRequest(args.algorithm, args.problem, epsilon=args.epsilon, delta=args.delta, seed=args.seed, data=args.data, test=args.test,
                      test_fraction=args.test_fraction, split_seed=args.split_seed, scale=args.scale, scale_with=args.scale_with,
-                     classes=args.classes, nonprivate_diagnostics=args.nonprivate_diagnostics, overrides=_parse_overrides(args.set))
+                     classes=args.classes, nonprivate_diagnostics=args.nonprivate_diagnostics, overrides=_parse_overrides(args.set),
+                     hidden=args.hidden, intercept=not args.no_intercept)
     r = run_tune(req, _grid(args.grid), args.mean_runs, args.distribution, args.validation_fraction, args.score)
     ev = r.get("evaluation", {})
     print(f"dpnb tune {r['algorithm']} on {r['problem']}: chose {r['hyperparameters']} (noisy validation {r['score']['kind']} "
@@ -302,7 +305,9 @@ def _add_tune(sub):
 # %% ../../nbs/interface/50_cli.ipynb #82ecb5f9
 def _add_run_data(r):
     "`dpnb run`'s problem and data options."
-    r.add_argument("--problem", default="robust-regression", help="problem name (default robust-regression), or your own loss as MODULE:FUNCTION (FUNCTION(dataset) -> Problem; needs --data)")
+    r.add_argument("--problem", default="robust-regression", help="problem name (default robust-regression; `mlp`: one hidden ReLU layer with biases, logistic loss), or your own loss as MODULE:FUNCTION (FUNCTION(dataset) -> Problem; needs --data)")
+    r.add_argument("--no-intercept", action="store_true", help="no constant feature for a linear problem on --data (default: c = 0.5, features shrunk to keep each row in the unit ball; x_out's last coordinate is its weight)")
+    r.add_argument("--hidden", type=_hidden, default=None, metavar="H", help="--problem mlp: hidden units of its one hidden layer (default 32)")
     r.add_argument("--data", default=None, help="'breast-cancer', 'digits', or a .npz (X, y) / .csv file (default: synthetic)")
     r.add_argument("--n", type=_positive_int, default=None, help="synthetic samples (default 20000; with --data: refused unless it matches)")
     r.add_argument("--d", type=_positive_int, default=None, help="synthetic dimension (default 10; with --data: refused unless it matches)")
@@ -472,6 +477,13 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     _add_run(sub, algorithm)
     for add in (_add_demo, _add_tune, _add_audit, _add_experiment, _add_bench): add(sub)
     return ap
+
+# %% ../../nbs/interface/50_cli.ipynb #f68feb59
+def _hidden(s:str) -> int:
+    "--hidden H: one positive number (the built-in MLP has one hidden layer)."
+    if "," in s: raise argparse.ArgumentTypeError(f"{s!r}: the built-in MLP has one hidden layer (--hidden H). For a deeper model, write it in "
+                                                  "PyTorch or JAX and pass --problem MODULE:FUNCTION (see the tutorial bring_your_own_model).")
+    return _positive_int(s)
 
 # %% ../../nbs/interface/50_cli.ipynb #48624b8b
 def main(argv=None) -> int:

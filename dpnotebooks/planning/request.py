@@ -14,7 +14,7 @@ from fastcore.basics import patch
 from ..core.backend import get_backend, to_numpy, make_rng
 from ..problems.base import get_problem, PROBLEMS
 from ..problems.dataset import load_file, with_data, Dataset, load_sklearn, read_records, check_finite
-from ..problems.data import (code_labels, code_schema, label_coding, label_numbers, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
+from ..problems.data import (code_labels, code_schema, label_coding, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
 from ..privacy.ledger import Ledger, EVENT_FIELDS
@@ -24,6 +24,7 @@ from .catalog import ALGORITHMS
 from .minimize import minimize, check_request, plan_run, planned_ledger
 from .cost import estimate_work, format_work, check_time, shaped, TooSlowError
 from .tuning import tune, accuracy
+from ..algorithms.dpsgd import MLP
 from dataclasses import replace
 from ..problems.base import capabilities
 
@@ -59,10 +60,12 @@ class RunRequest:
     max_seconds: float|None = None        # refuse a plan estimated to run longer
     overrides: dict = field(default_factory=dict)   # recipe constants and plan fields (`--set KEY=VALUE`)
     released_scaling: dict|None = None    # a resumed run: the scaling its start released (never estimated again)
+    hidden: int|None = None               # --problem mlp: its hidden units (default MLP_HIDDEN)
+    intercept: bool = True                # a linear problem on --data gets a public constant feature (`add_intercept`)
 
 # %% ../../nbs/planning/36_run_request.ipynb #94073488
 _KEPT = ("algorithm", "problem", "n", "d", "epsilon", "delta", "alpha", "beta", "seed", "data", "data_seed", "accountant", "backend", "test",
-         "nonprivate_diagnostics", "secure", "test_fraction", "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "overrides", "released_scaling")
+         "nonprivate_diagnostics", "secure", "test_fraction", "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "overrides", "released_scaling", "hidden", "intercept")
 
 @patch(cls_method=True)
 def of(cls:RunRequest, algorithm:str, *values, **named) -> RunRequest:
@@ -81,7 +84,7 @@ def to_dict(self:RunRequest) -> dict:
 def from_dict(cls:RunRequest, d:dict) -> RunRequest:
     "The request a checkpoint kept (`to_dict`); keys a version of the record does not know are left out."
     names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in d.items() if k in names})
+    return cls(**{"intercept": False, **{k: v for k, v in d.items() if k in names}})    # a record without the key predates the intercept
 
 # %% ../../nbs/planning/36_run_request.ipynb #5f0433c8
 def jsonable(v):
@@ -229,8 +232,23 @@ def _two_rows(spec:str|None, p:int, scale:str) -> tuple:
     if rows.shape not in ((2, 1), (2, p)): raise ValueError(f"--scale-with {spec}: expected two rows of 1 or {p} numbers ({names}). Found shape {rows.shape}.")
     return np.broadcast_to(rows[0], (p,)), np.broadcast_to(rows[1], (p,))
 
-def _problem_on(problem:str, ds:Dataset, data_seed:int):
-    "The problem on a prepared dataset (a built-in one, or the user's `MODULE:FUNCTION`)."
+MLP_HIDDEN = 32   # --problem mlp's hidden units unless --hidden says
+INTERCEPT_PROBLEMS = ("logistic", "sigmoid-glm", "robust-regression")   # the linear models an intercept is added to
+
+def _intercept(req:RunRequest):
+    "The map a run applies to its prepared rows: `add_intercept` for a linear problem on --data (unless --no-intercept), else none."
+    on = req.intercept and req.problem in INTERCEPT_PROBLEMS and req.data not in (None, "synthetic")
+    return add_intercept if on else (lambda ds: ds)
+
+def _intercept_block(req:RunRequest) -> dict|None:
+    if _intercept(req) is not add_intercept: return None
+    return dict(value=INTERCEPT, feature_scale=(1 - INTERCEPT ** 2) ** 0.5, note="x_out's last coordinate is the intercept's weight: the model "
+                "is <x[:-1], feature_scale * a> + value * x[-1], for a the scaled row; --no-intercept leaves it out")
+
+
+def _problem_on(problem:str, ds:Dataset, data_seed:int, hidden:int|None=None):
+    "The problem on a prepared dataset (a built-in one, the MLP p-h-1 of `13_dpsgd`, or the user's `MODULE:FUNCTION`)."
+    if problem == "mlp": return MLP(ds, hidden=hidden or MLP_HIDDEN, seed=data_seed)     # He init from the public data seed
     if ":" not in problem: return get_problem(problem, data=ds, seed=data_seed)
     p = load_loss(problem)(ds)
     if not hasattr(p, "value") or not hasattr(p, "data"): raise ValueError(f"{problem} must return a Problem (e.g. from from_torch or from_jax). Found {type(p).__name__}.")
@@ -245,7 +263,7 @@ def _scaling(req:RunRequest, train:Dataset) -> tuple:
     if not ALGORITHMS[algorithm].private: raise ValueError(f"--scale private charges a privacy budget; {algorithm} is not private. Use --scale public or none.")
     es, e0 = split_budget(epsilon, req.scale_epsilon)
     bounds, scl = _two_rows(req.scale_with, train.p, scale), private_scaler_ledger(train.p, es, delta, accountant)
-    shape = _problem_on(req.problem, Dataset(np.zeros((len(train), train.p)), np.ones(len(train))), req.data_seed)   # n, p only: no record
+    shape = _problem_on(req.problem, _intercept(req)(Dataset(np.zeros((len(train), train.p)), np.ones(len(train)))), req.data_seed, req.hidden)   # n, p only: no record
     price = lambda e: planned_ledger(shape, plan_run(shape, algorithm, e, delta, req.alpha, req.beta, accountant, **req.overrides))
     et = training_epsilon(epsilon, delta, scl, price, e0, accountant)
     rng = make_rng(secure=True) if req.secure else (None if req.seed is None else make_rng(req.seed).child(0x5CA1E))
@@ -256,8 +274,9 @@ def _scaling(req:RunRequest, train:Dataset) -> tuple:
 def _check(req:RunRequest):
     "What the request alone must satisfy, before any data is built: the algorithm and its overrides, the problem's name, a private scaling's split."
     check_request(req.algorithm, req.epsilon, req.delta, req.alpha, req.beta, **req.overrides)
-    if req.problem not in PROBLEMS and ":" not in req.problem:
-        raise ValueError(f"Unknown problem {req.problem!r}. Available: {', '.join(PROBLEMS)}, or your own loss as MODULE:FUNCTION.")
+    if req.problem not in PROBLEMS and req.problem != "mlp" and ":" not in req.problem:
+        raise ValueError(f"Unknown problem {req.problem!r}. Available: {', '.join(PROBLEMS)}, mlp, or your own loss as MODULE:FUNCTION.")
+    if req.hidden is not None and req.problem != "mlp": raise ValueError(f"--hidden sizes --problem mlp. Found it with --problem {req.problem}: drop it.")
     if req.scale == "private" and req.released_scaling is None and ALGORITHMS[req.algorithm].private: split_budget(req.epsilon, req.scale_epsilon)
 
 # %% ../../nbs/planning/36_run_request.ipynb #7b20917e
@@ -295,7 +314,8 @@ def run_inputs(req:RunRequest) -> tuple:
     problem, data, scale, epsilon = req.problem, req.data, req.scale, req.epsilon
     if data in (None, "synthetic"):
         if req.test_fraction is not None or scale != "none": raise ValueError("--test-fraction and --scale apply to --data (synthetic problems hold out their own samples, in the unit ball).")
-        p, held, what = run_data(problem, req.n, req.d, req.data_seed, data, req.test)
+        p, held, what = run_data("logistic" if problem == "mlp" else problem, req.n, req.d, req.data_seed, data, req.test)
+        if problem == "mlp": p, held = (None if q is None else _problem_on("mlp", q.data, req.data_seed, req.hidden) for q in (p, held))
         return p, held, what, dict(source="synthetic", n=len(p.data), d=p.dim, labels=None, scaling=None, split=None, test=req.test), None, epsilon
     train, test_ds, what, block = user_data(problem, data, req.test, req.test_fraction, req.split_seed, req.n, req.d, req.classes)
     if data in ("breast-cancer", "digits"):
@@ -309,8 +329,9 @@ def run_inputs(req:RunRequest) -> tuple:
     lab = block["labels"]
     if lab and lab.get("changed", True): print(f"dpnb: {lab['message']} (the label set is public schema)", file=sys.stderr)
     if data not in ("breast-cancer", "digits"): print(f"dpnb: features: {_scaling_note(info)}", file=sys.stderr)
-    p = _problem_on(problem, sc(train), req.data_seed)
-    return p, None if test_ds is None else with_data(p, sc(test_ds)), what, block, scl, et
+    icpt = _intercept(req); block["intercept"] = _intercept_block(req)
+    p = _problem_on(problem, icpt(sc(train)), req.data_seed, req.hidden)
+    return p, None if test_ds is None else with_data(p, icpt(sc(test_ds))), what, block, scl, et
 
 def _scaling_note(info:dict) -> str:
     if info["source"] == "none": return "not scaled (--scale none): rows only projected into the unit ball; see --scale public|private"
@@ -359,13 +380,15 @@ def _shape_problem(req:RunRequest):
     "The problem a dry run prices: synthetic or bundled data as a run builds it; a private file's shape only (its records are zeros)."
     problem, n, d, data = req.problem, req.n, req.d, req.data
     if data in (None, "synthetic"):
-        return _user_problem(problem, data) if ":" in problem else get_problem(problem, n=20000 if n is None else n, d=10 if d is None else d, seed=req.data_seed)
+        if ":" in problem: return _user_problem(problem, data)
+        p = get_problem("logistic" if problem == "mlp" else problem, n=20000 if n is None else n, d=10 if d is None else d, seed=req.data_seed)
+        return _problem_on("mlp", p.data, req.data_seed, req.hidden) if problem == "mlp" else p
     if data in BUNDLED:
         ds = _bundled(data, problem); _check_size(n, d, ds, data)
-        return _problem_on(problem, ds, req.data_seed)
+        return _problem_on(problem, _intercept(req)(ds), req.data_seed, req.hidden)
     shape = read_records(data)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
     _check_size(n, d, zeros, data)
-    return _problem_on(problem, zeros, req.data_seed)
+    return _problem_on(problem, _intercept(req)(zeros), req.data_seed, req.hidden)
 
 # %% ../../nbs/planning/36_run_request.ipynb #f86f0197
 def dry_run(req:RunRequest) -> str:

@@ -15,12 +15,13 @@ from ..privacy.ledger import Ledger, Release, BudgetExceededError, calibrate_led
 from ..privacy.accounting import DEFAULT_ACCOUNTANT
 
 # %% auto #0
-__all__ = ['LABEL_CODING', 'DEFAULT_SCHEMA', 'SCALE_SHARE', 'label_coding', 'code_labels', 'label_numbers', 'schema_of',
-           'code_schema', 'train_test_split', 'Scaler', 'public_scaler', 'private_scaler_ledger', 'compose',
-           'check_composition', 'fit_private_scaler', 'split_budget', 'training_epsilon']
+__all__ = ['LABEL_CODING', 'DEFAULT_SCHEMA', 'INTERCEPT', 'SCALE_SHARE', 'label_coding', 'code_labels', 'label_numbers',
+           'schema_of', 'code_schema', 'train_test_split', 'Scaler', 'public_scaler', 'add_intercept',
+           'private_scaler_ledger', 'compose', 'check_composition', 'fit_private_scaler', 'split_budget',
+           'training_epsilon']
 
 # %% ../../nbs/problems/04f_data.ipynb #9c681217
-LABEL_CODING = {"logistic": (-1.0, 1.0), "hinge": (-1.0, 1.0), "sigmoid-glm": (0.0, 1.0)}   # (negative, positive) class values
+LABEL_CODING = {"logistic": (-1.0, 1.0), "hinge": (-1.0, 1.0), "sigmoid-glm": (0.0, 1.0), "mlp": (-1.0, 1.0)}   # (negative, positive) class values
 
 def label_coding(loss:str) -> tuple|None:
     "The (negative, positive) label values a loss needs: `LABEL_CODING[loss]`, or None for a regression loss (y left alone)."
@@ -138,6 +139,17 @@ def public_scaler(center, # per-feature centre (p,) or a scalar: a PUBLIC consta
     if not (np.all(np.isfinite(c)) and np.all(np.isfinite(s)) and np.all(s > 0)):
         raise ValueError("Public scaling constants must be finite, with every scale > 0. Check the centre and scale you passed.")
     return Scaler(c, s, "public", float(max_norm))
+
+# %% ../../nbs/problems/04f_data.ipynb #85e663fc
+INTERCEPT = 0.5   # the intercept's constant feature c (public); the features are shrunk to radius √(1 − c²)
+
+def add_intercept(data:Dataset, # rows already in the unit ball (scaled and projected)
+                  c:float=INTERCEPT, # the constant feature, in (0, 1)
+                 ) -> Dataset:
+    "Rows (√(1 − c²)·a, c): a public constant feature for the intercept, each row still in the unit ball."
+    if not 0 < c < 1: raise ValueError(f"The intercept's constant feature must be in (0, 1), so that a row stays in the unit ball. Found {c!r}.")
+    A = to_numpy(data.A)
+    return Dataset(np.c_[math.sqrt(1 - c * c) * A, np.full(len(A), float(c))], data.y, data.name)
 
 # %% ../../nbs/problems/04f_data.ipynb #16ab1225
 def private_scaler_ledger(p:int, # number of features
