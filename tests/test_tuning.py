@@ -82,3 +82,14 @@ def test_breast_cancer_tuned_dpsgd_at_total_epsilon_one():
         assert r.epsilon_spent <= 1.0
         accs.append(accuracy(bc, r.x, test))
     assert np.mean(accs) >= 0.85, accs
+
+
+def test_the_tune_record_prices_the_selection_for_add_remove(tmp_path):
+    "`dpnb tune`'s privacy block: the selection's ε (replace-one, the guarantee) and the same selection priced for add/remove, for comparison."
+    import json
+    from dpnotebooks.interface.cli import main
+    out = tmp_path / "t.json"
+    assert main(["tune", "dp-sgd", "--problem", "logistic", "--data", "breast-cancer", "--test-fraction", "0.3", "--grid", "epochs=2,4",
+                 "--epsilon", "2", "--delta", "1e-5", "--seed", "0", "--mean-runs", "3", "--out", str(out)]) == 0
+    pr = json.loads(out.read_text())["privacy"]
+    assert 0 < pr["epsilon_add_remove"] < pr["epsilon_spent"] <= 2 + 1e-9 and set(pr["event_fields"]) == set(Release._fields)

@@ -426,7 +426,8 @@ def run_tune(req:RunRequest, # the data, the budget, the seed and the fixed over
     r = dict(command="tune", algorithm=algorithm, problem=problem, data=block, grid=grid, seed=seed, seeded=res.seeded, backend=get_backend(),
              hyperparameters=res.hyperparameters, score=dict(kind=score, noisy_value=res.score, note="the winner's noisy validation score: released"),
              privacy=dict(private=True, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
-                          epsilon_spent=res.epsilon_spent, selection=dict(distribution=distribution, mean_runs=mean_runs), events=res.ledger.to_dicts()),
+                          epsilon_spent=res.epsilon_spent, epsilon_add_remove=res.ledger.spent_add_remove(res.delta), add_remove_note=ADD_REMOVE_NOTE,
+                          selection=dict(distribution=distribution, mean_runs=mean_runs), events=res.ledger.to_dicts(), event_fields=EVENT_FIELDS),
              x_out=None if res.x is None else to_numpy(res.x))
     if held is not None and res.x is not None:
         r["evaluation"] = dict(data=what, n=len(held.data), accuracy_out=accuracy(p, res.x, held.data), note="held-out data are not private")

@@ -7,7 +7,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/planning/private_tuning.html.md"
 # %% ../../nbs/planning/34_private_tuning.ipynb #ad547477
 from __future__ import annotations
 import itertools, math, warnings
-from typing import NamedTuple
+from typing import NamedTuple, Callable
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln
@@ -15,7 +15,7 @@ from scipy.stats import poisson as _poisson
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon, compute_delta
 from ..core.backend import get_xp, asarray, to_numpy, make_rng
 from ..privacy.accounting import calibrate_gaussian, NEIGHBOURING
-from ..privacy.ledger import Ledger, Release, BudgetExceededError, POISSON_RDP_ORDERS, replace_one_poisson_rdp
+from ..privacy.ledger import Ledger, Release, BudgetExceededError, POISSON_RDP_ORDERS, replace_one_poisson_rdp, addremove_poisson_rdp
 from ..core.validation import check_positive, check_delta
 from ..problems.dataset import with_data
 from .catalog import get_algorithm
@@ -23,9 +23,9 @@ from ..problems.base import capabilities
 
 # %% auto #0
 __all__ = ['DISTRIBUTIONS', 'TUNING_ORDERS', 'SCORES', 'tnb_mean', 'tnb_gamma', 'tnb_pmf', 'draw_runs', 'release_rdp',
-           'ledger_rdp', 'tnb_selection_rdp', 'poisson_selection_rdp', 'selection_rdp', 'selection_epsilon', 'accuracy',
-           'clipped_loss', 'score_sensitivity', 'validation_score', 'SelectionLedger', 'grid_points', 'TuningPlan',
-           'plan_tuning', 'TuneResult', 'tune']
+           'release_rdp_add_remove', 'ledger_rdp', 'tnb_selection_rdp', 'poisson_selection_rdp', 'selection_rdp',
+           'selection_epsilon', 'accuracy', 'clipped_loss', 'score_sensitivity', 'validation_score', 'SelectionLedger',
+           'grid_points', 'TuningPlan', 'plan_tuning', 'TuneResult', 'tune']
 
 # %% ../../nbs/planning/34_private_tuning.ipynb #4cf730e0
 def tnb_mean(eta:float, # η > -1 of the truncated negative binomial D_{η,γ}
@@ -75,12 +75,18 @@ def release_rdp(r:Release, orders) -> np.ndarray:
     if m is None: return r.count * replace_one_poisson_rdp(r.sampling_rate, r.sigma / r.sensitivity, np.maximum(orders, 1.5))
     return np.full(orders.shape, math.inf) if math.isinf(m) else m * orders / 2
 
-def ledger_rdp(ledger:Ledger, orders=TUNING_ORDERS) -> np.ndarray:
+def release_rdp_add_remove(r:Release, orders) -> np.ndarray:
+    "RDP of one entry for add/remove neighbours (a comparison figure): α(Σμ²/4)/2, the add/remove sampled Gaussian at ⌈α⌉ (monotone: an upper bound), ∞."
+    orders, m = np.asarray(orders, dtype=float), r.mu2
+    if m is None: return r.count * addremove_poisson_rdp(r.sampling_rate, r.sigma / r.sensitivity, np.maximum(np.ceil(orders), 2))
+    return np.full(orders.shape, math.inf) if math.isinf(m) else m / 4 * orders / 2
+
+def ledger_rdp(ledger:Ledger, orders=TUNING_ORDERS, rdp:Callable=release_rdp) -> np.ndarray:
     "RDP curve of a run's ledger for its worst-case record: entries touching 'all' plus the worst disjoint group, pointwise max."
     g = ledger.groups(); common = g.pop("all", [])
     groups = [common + v for v in g.values()] or [common]
     zero = np.zeros(len(orders))
-    return np.max([sum((release_rdp(r, orders) for r in grp), zero) for grp in groups], axis=0)
+    return np.max([sum((rdp(r, orders) for r in grp), zero) for grp in groups], axis=0)
 
 # %% ../../nbs/planning/34_private_tuning.ipynb #19196347
 def tnb_selection_rdp(rdp, orders, eta:float, gamma:float) -> tuple:
@@ -146,14 +152,18 @@ class SelectionLedger(NamedTuple):
     mean_runs: float    # E[K]
     eta: float = 0.0    # η of the truncated negative binomial (1 for the geometric; unused for Poisson)
 
-    def base_rdp(self, orders=TUNING_ORDERS) -> np.ndarray:
+    def base_rdp(self, orders=TUNING_ORDERS, rdp:Callable=release_rdp) -> np.ndarray:
         "RDP of one run of Q: the worst grid point's training run or the score, whichever is larger (disjoint splits)."
-        return np.max([ledger_rdp(L, orders) for L in self.runs] + [ledger_rdp(Ledger((self.score,)), orders)], axis=0)
+        return np.max([ledger_rdp(L, orders, rdp) for L in self.runs] + [ledger_rdp(Ledger((self.score,)), orders, rdp)], axis=0)
 
     def spent(self, delta:float, accountant:str="rdp") -> float:
         "ε at δ of the whole selection, replace-one (PS22 Thm. 2 or 6, then the RDP-to-DP conversion)."
         if accountant != "rdp": raise ValueError(f"A selection is priced from RDP (PS22): accountant must be 'rdp'. Found {accountant!r}.")
         return selection_epsilon(self.base_rdp(), TUNING_ORDERS, check_delta(delta), self.distribution, self.mean_runs, self.eta)
+
+    def spent_add_remove(self, delta:float) -> float:
+        "ε at δ of the same selection for add/remove neighbours (what most libraries report): a comparison figure, not the guarantee."
+        return selection_epsilon(self.base_rdp(rdp=release_rdp_add_remove), TUNING_ORDERS, check_delta(delta), self.distribution, self.mean_runs, self.eta)
 
 # %% ../../nbs/planning/34_private_tuning.ipynb #f543cdbb
 def _selection_dicts(self) -> dict:
