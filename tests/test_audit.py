@@ -53,7 +53,7 @@ def test_bound_grows_with_true_leakage():
 def test_every_private_algorithm_names_its_audits_and_every_algorithm_audit_belongs_to_one():
     "A spec's `audits` are entries of `dpnb audit --mechanism`; every private built-in names one; no audit of an algorithm is orphaned."
     from dpnotebooks.planning.catalog import CATALOG
-    from dpnotebooks.interface.cli import AUDITS
+    from dpnotebooks.audits.table import AUDITS
     from dpnotebooks.audits.audit import MECHANISM_AUDITS
     named = {a: s.name for s in CATALOG for a in s.audits}
     assert all(s.audits for s in CATALOG if s.private), [s.name for s in CATALOG if s.private and not s.audits]

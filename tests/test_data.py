@@ -109,3 +109,14 @@ def test_an_intercept_lifts_a_linear_model_on_classes_that_are_not_centred(tmp_p
     assert without["data"]["intercept"] is None and with_["privacy"]["events"] == without["privacy"]["events"]
     acc, acc0 = with_["evaluation"]["accuracy_out"], without["evaluation"]["accuracy_out"]
     assert acc > acc0 + 0.08 and acc > 0.75, (acc, acc0)       # measured 0.81 against 0.68 (5 seeds, the API; notebook 04f_data)
+
+
+def test_the_target_column_is_named_by_the_header(tmp_path):
+    "`--target label`: the header names the target (schema), anywhere in the row; the held-out file is read the same way."
+    rs = np.random.default_rng(0); X = rs.normal(size=(600, 3)); y = (X @ [1.0, -1.0, 0.5] > 0).astype(int)
+    for name, rows in (("train.csv", slice(0, 500)), ("test.csv", slice(500, 600))):
+        np.savetxt(tmp_path / name, np.c_[y[rows], X[rows]], delimiter=",", header="label,a,b,c", comments="")
+    code, r = _run(tmp_path, "dp-sgd", "--data", str(tmp_path / "train.csv"), "--test", str(tmp_path / "test.csv"), "--target", "label", "--seed", "0")
+    assert code == 0 and r["data"]["d"] == 3 and r["d"] == 4 and r["evaluation"]["accuracy_out"] > 0.8, r["evaluation"]
+    code, _ = _run(tmp_path, "dp-sgd", "--data", str(tmp_path / "train.csv"), "--target", "y")
+    assert code == 2

@@ -23,22 +23,16 @@ from ..planning.request import RunRequest, run_request, run_tune, dry_run, jsona
 from ..algorithms.dpsgd import MLP
 from ..experiments.demo import DEMO, run_demo, format_demo, plot_demo
 from ..planning.tuning import DISTRIBUTIONS, SCORES
-from ..audits.audit import MECHANISM_AUDITS
-from ..audits.audit_algorithms import ALGORITHM_AUDITS
-from ..audits.audit_smooth import SMOOTH_AUDITS
-from ..audits.audit_sosp import SOSP_AUDITS
-from ..audits.audit_ganesh_sosp import GANESH_AUDITS
-from ..audits.audit_sosp_erm import SOSP_ERM_AUDITS
+from ..audits.table import AUDITS
 from ..audits.one_run_audit import run_one_run_audit, ONE_RUN_AUDITS
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'AUDITS', 'EXPERIMENTS', 'cmd_list', 'format_run', 'cmd_run', 'cmd_demo', 'cmd_audit', 'cmd_experiment',
+__all__ = ['ALGORITHMS', 'EXPERIMENTS', 'cmd_list', 'format_run', 'cmd_run', 'cmd_demo', 'cmd_audit', 'cmd_experiment',
            'cmd_tune', 'knobs_text', 'build_parser', 'main']
 
 # %% ../../nbs/interface/50_cli.ipynb #66e348ae
 ALGORITHMS = {**dict(list_algorithms()),
               "reference-sgd": "non-private minibatch SGD on the smoothed loss F_alpha (demo baseline; 06_reference; not in `dpnb run`)"}
-AUDITS = {**MECHANISM_AUDITS, **ALGORITHM_AUDITS, **SMOOTH_AUDITS, **SOSP_AUDITS, **GANESH_AUDITS, **SOSP_ERM_AUDITS}   # `dpnb audit --mechanism NAME`
 
 def cmd_list(args) -> int:
     "Print the registered algorithms and problems."
@@ -109,7 +103,7 @@ def _resumed_run(args) -> dict:
 def _request(args) -> RunRequest:
     "The `RunRequest` of `dpnb run`'s arguments."
     named = ("problem", "n", "d", "epsilon", "delta", "alpha", "beta", "seed", "data", "data_seed", "accountant", "test", "test_fraction",
-             "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "secure", "nonprivate_diagnostics", "max_seconds", "hidden")
+             "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "secure", "nonprivate_diagnostics", "max_seconds", "hidden", "target")
     return RunRequest(args.algorithm, **{k: getattr(args, k) for k in named}, intercept=not args.no_intercept, overrides=_parse_overrides(args.set))   # by name: no field can slip
 
 # %% ../../nbs/interface/50_cli.ipynb #cfbe31f2
@@ -273,7 +267,7 @@ def cmd_tune(args) -> int:
     req = RunRequest(args.algorithm, args.problem, epsilon=args.epsilon, delta=args.delta, seed=args.seed, data=args.data, test=args.test,
                      test_fraction=args.test_fraction, split_seed=args.split_seed, scale=args.scale, scale_with=args.scale_with,
                      classes=args.classes, nonprivate_diagnostics=args.nonprivate_diagnostics, overrides=_parse_overrides(args.set),
-                     hidden=args.hidden, intercept=not args.no_intercept)
+                     hidden=args.hidden, intercept=not args.no_intercept, target=args.target)
     r = run_tune(req, _grid(args.grid), args.mean_runs, args.distribution, args.validation_fraction, args.score)
     ev = r.get("evaluation", {})
     print(f"dpnb tune {r['algorithm']} on {r['problem']}: chose {r['hyperparameters']} (noisy validation {r['score']['kind']} "
@@ -309,6 +303,7 @@ def _add_run_data(r):
     r.add_argument("--no-intercept", action="store_true", help="no constant feature for a linear problem on --data (default: c = 0.5, features shrunk to keep each row in the unit ball; x_out's last coordinate is its weight)")
     r.add_argument("--hidden", type=_hidden, default=None, metavar="H", help="--problem mlp: hidden units of its one hidden layer (default 32)")
     r.add_argument("--data", default=None, help="'breast-cancer', 'digits', or a .npz (X, y) / .csv file (default: synthetic)")
+    r.add_argument("--target", default=None, metavar="COLUMN", help="the .csv files' target column: its header name or index (default: the last)")
     r.add_argument("--n", type=_positive_int, default=None, help="synthetic samples (default 20000; with --data: refused unless it matches)")
     r.add_argument("--d", type=_positive_int, default=None, help="synthetic dimension (default 10; with --data: refused unless it matches)")
     r.add_argument("--data-seed", type=int, default=0, help="seed of the synthetic data (default 0)")

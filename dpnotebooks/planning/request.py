@@ -62,10 +62,11 @@ class RunRequest:
     released_scaling: dict|None = None    # a resumed run: the scaling its start released (never estimated again)
     hidden: int|None = None               # --problem mlp: its hidden units (default MLP_HIDDEN)
     intercept: bool = True                # a linear problem on --data gets a public constant feature (`add_intercept`)
+    target: str|None = None               # a .csv's target column: a header name or an index (None: the last column)
 
 # %% ../../nbs/planning/36_run_request.ipynb #94073488
 _KEPT = ("algorithm", "problem", "n", "d", "epsilon", "delta", "alpha", "beta", "seed", "data", "data_seed", "accountant", "backend", "test",
-         "nonprivate_diagnostics", "secure", "test_fraction", "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "overrides", "released_scaling", "hidden", "intercept")
+         "nonprivate_diagnostics", "secure", "test_fraction", "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "overrides", "released_scaling", "hidden", "intercept", "target")
 
 @patch(cls_method=True)
 def of(cls:RunRequest, algorithm:str, *values, **named) -> RunRequest:
@@ -166,9 +167,9 @@ def _bundled(data:str, problem:str) -> Dataset:
     "A bundled dataset: public, already coded and scaled with public constants."
     return load_sklearn(data, labels="01" if problem == "sigmoid-glm" else "pm1")
 
-def _private_file(data:str, loss:str|None, classes) -> tuple:
+def _private_file(data:str, loss:str|None, classes, target=-1) -> tuple:
     "(Dataset, coding) of the PRIVATE training file: `read_records`, labels coded by the public schema (`code_schema`)."
-    X, labels = read_records(data)
+    X, labels = read_records(data, target)
     y, coding = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
     return Dataset(X, y, Path(data).stem), coding
 
@@ -182,18 +183,18 @@ def _sort_key(v:str) -> tuple:
     num = label_numbers([v])[0]
     return (bool(np.isnan(num)), 0.0 if np.isnan(num) else float(num), v)
 
-def _schema_classes(test:str|None, loss:str|None, classes):
+def _schema_classes(test:str|None, loss:str|None, classes, target=-1):
     "The schema's classes: declared, else the held-out file's two label values (public; the smaller negative), else None (the default)."
     if classes is not None or test is None or loss is None or label_coding(loss) is None: return classes
-    vals = sorted(set(read_records(test)[1].tolist()), key=_sort_key)
+    vals = sorted(set(read_records(test, target)[1].tolist()), key=_sort_key)
     if len(vals) == 2: return vals
     if loss == "sigmoid-glm": return None                                 # targets in [0, 1]: the default schema keeps them
     raise ValueError(f"The held-out file {test} has {len(vals)} label values ({', '.join(vals[:6])}), and {loss} is a binary loss: "
                      "give a held-out file with two classes, or declare them with --classes NEGATIVE,POSITIVE.")
 
-def _held_out_file(test:str, loss:str|None, classes) -> Dataset:
+def _held_out_file(test:str, loss:str|None, classes, target=-1) -> Dataset:
     "The held-out file (public: refused with the position of a bad entry), its labels coded by the run's schema."
-    X, labels = read_records(test)
+    X, labels = read_records(test, target)
     y, _ = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
     check_finite(X, f"held-out file {test}: X")
     if np.isnan(y).any(): raise ValueError(f"The held-out file {test} has labels outside the schema (at row {int(np.flatnonzero(np.isnan(y))[0])}): "
@@ -202,19 +203,19 @@ def _held_out_file(test:str, loss:str|None, classes) -> Dataset:
 
 # %% ../../nbs/planning/36_run_request.ipynb #f1095b57
 def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|None=None, split_seed:int=0,
-              n:int|None=None, d:int|None=None, classes=None) -> tuple:
+              n:int|None=None, d:int|None=None, classes=None, target=-1) -> tuple:
     "(train, held-out Dataset or None, what it is, the record's `data` block): the private file read and coded by the public schema, split; not scaled."
     if test is not None and test_fraction is not None: raise ValueError("Give either --test FILE or --test-fraction F, not both.")
     loss = None if ":" in problem else problem
     if data in BUNDLED:                                                   # public data: its label set may be read
         raw = _bundled(data, problem); train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
-    else: train, coding = _private_file(data, loss, _schema_classes(test, loss, classes))
+    else: train, coding = _private_file(data, loss, _schema_classes(test, loss, classes, target), target)
     _check_size(n, d, train, data)
     held, what, split = None, None, None
     if test is not None:
         what = f"held-out file {test} (not private)"
         held = (code_labels(_bundled(test, problem), loss, coding["values"], say=False)[0] if test in BUNDLED
-                else _held_out_file(test, loss, _schema_classes(test, loss, classes)))
+                else _held_out_file(test, loss, _schema_classes(test, loss, classes, target), target))
     elif test_fraction is not None:
         train, held = train_test_split(train, test_fraction, split_seed)
         held = held[np.flatnonzero(_finite_rows(held))]                  # held-out rows only evaluate: a malformed one is left out
@@ -234,6 +235,11 @@ def _two_rows(spec:str|None, p:int, scale:str) -> tuple:
 
 MLP_HIDDEN = 32   # --problem mlp's hidden units unless --hidden says
 INTERCEPT_PROBLEMS = ("logistic", "sigmoid-glm", "robust-regression")   # the linear models an intercept is added to
+
+def _target(req:RunRequest):
+    "The target column of the request's .csv files: a header name, an index given as digits, or the last column."
+    t = req.target
+    return -1 if t is None else int(t) if str(t).lstrip("-").isdigit() else str(t)
 
 def _intercept(req:RunRequest):
     "The map a run applies to its prepared rows: `add_intercept` for a linear problem on --data (unless --no-intercept), else none."
@@ -317,7 +323,7 @@ def run_inputs(req:RunRequest) -> tuple:
         p, held, what = run_data("logistic" if problem == "mlp" else problem, req.n, req.d, req.data_seed, data, req.test)
         if problem == "mlp": p, held = (None if q is None else _problem_on("mlp", q.data, req.data_seed, req.hidden) for q in (p, held))
         return p, held, what, dict(source="synthetic", n=len(p.data), d=p.dim, labels=None, scaling=None, split=None, test=req.test), None, epsilon
-    train, test_ds, what, block = user_data(problem, data, req.test, req.test_fraction, req.split_seed, req.n, req.d, req.classes)
+    train, test_ds, what, block = user_data(problem, data, req.test, req.test_fraction, req.split_seed, req.n, req.d, req.classes, _target(req))
     if data in ("breast-cancer", "digits"):
         if scale != "none": raise ValueError(f"--scale applies to --data FILE: {data} is already scaled with public constants (see load_sklearn).")
         sc, scl, et, info = Scaler(), None, epsilon, dict(source="public", note=f"{data}: public constants of load_sklearn")
@@ -386,7 +392,7 @@ def _shape_problem(req:RunRequest):
     if data in BUNDLED:
         ds = _bundled(data, problem); _check_size(n, d, ds, data)
         return _problem_on(problem, _intercept(req)(ds), req.data_seed, req.hidden)
-    shape = read_records(data)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
+    shape = read_records(data, _target(req))[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
     _check_size(n, d, zeros, data)
     return _problem_on(problem, _intercept(req)(zeros), req.data_seed, req.hidden)
 
