@@ -10,7 +10,7 @@ import math, warnings
 from typing import NamedTuple
 import numpy as np
 from ..core.backend import to_numpy, make_rng
-from .dataset import Dataset, LabelCodingWarning, normalize_rows, scale_records
+from .dataset import Dataset, LabelCodingWarning, normalize_rows, scale_records, numbers
 from ..privacy.ledger import Ledger, Release, BudgetExceededError, calibrate_ledger, check_budget
 from ..privacy.accounting import DEFAULT_ACCOUNTANT
 
@@ -58,12 +58,8 @@ def code_labels(data:Dataset, # the (training or held-out) data
 
 # %% ../../nbs/problems/04f_data.ipynb #ab85b7e2
 def label_numbers(labels) -> np.ndarray:
-    "Text labels as numbers, NaN where a label is not a number."
-    out = np.full(len(labels), np.nan)
-    for k, v in enumerate(labels):
-        try: out[k] = float(v)
-        except (TypeError, ValueError): pass
-    return out
+    "Text labels as numbers, NaN where a label is not a number (`numbers`, vectorized)."
+    return numbers(np.asarray(labels).astype(str))
 
 def _is(labels, num, c) -> np.ndarray:
     "Which labels equal the class `c`: as numbers when `c` is one ('1.0' is 1), else as text."

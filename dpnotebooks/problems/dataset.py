@@ -14,7 +14,8 @@ from ..core.backend import get_xp, asarray, to_numpy, take_rows
 
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'Dataset', 'normalize_rows', 'check_finite', 'scale_records', 'with_data',
-           'MissingExtraError', 'optional_import', 'load_sklearn', 'LabelCodingWarning', 'load_file', 'read_records']
+           'MissingExtraError', 'optional_import', 'load_sklearn', 'LabelCodingWarning', 'load_file', 'numbers',
+           'read_records']
 
 # %% ../../nbs/problems/03_dataset.ipynb #a8508abd
 def _numeric(kind) -> bool:
@@ -223,14 +224,25 @@ def _number(v:str) -> float:
     try: return float(v)
     except ValueError: return math.nan
 
+def numbers(S) -> np.ndarray:
+    "A text array as floats, NaN where a cell is not a number: one conversion, or per column by its distinct values."
+    S = np.asarray(S, dtype=str)
+    try: return S.astype(float)
+    except ValueError: pass
+    cols = S.reshape(len(S), -1).T
+    out = np.empty(cols.shape)
+    for j, col in enumerate(cols):                                     # columns, not records: only a bad one maps its distinct values
+        try: out[j] = col.astype(float)
+        except ValueError: u, inv = np.unique(col, return_inverse=True); out[j] = np.array([_number(v) for v in u])[inv]
+    return out.T.reshape(S.shape)
+
 def _record_rows(lines:list, width:int, t:int) -> tuple:
     "(X, labels): every line a record; a row of another length is all NaN, a cell that is not a number NaN."
-    X, labels = np.full((len(lines), width - 1), np.nan), []
-    for k, (_, cells, _) in enumerate(lines):
-        ok = len(cells) == width
-        if ok: X[k] = [_number(v) for v in cells[:t] + cells[t + 1:]]
-        labels.append(cells[t] if ok else "")
-    return X, np.asarray(labels, dtype=str)
+    ok = np.array([len(cells) == width for _, cells, _ in lines])
+    S = np.array([cells for (_, cells, _), good in zip(lines, ok) if good], dtype=str).reshape(-1, width)
+    X = np.full((len(lines), width - 1), np.nan); labels = np.full(len(lines), "", dtype=object)
+    X[ok] = numbers(np.delete(S, t, axis=1)); labels[ok] = S[:, t]
+    return X, labels.astype(str)
 
 # %% ../../nbs/problems/03_dataset.ipynb #a9343505
 def _csv_records(path:Path, target:int|str=-1) -> tuple:
