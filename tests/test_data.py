@@ -120,3 +120,9 @@ def test_the_target_column_is_named_by_the_header(tmp_path):
     assert code == 0 and r["data"]["d"] == 3 and r["d"] == 4 and r["evaluation"]["accuracy_out"] > 0.8, r["evaluation"]
     code, _ = _run(tmp_path, "dp-sgd", "--data", str(tmp_path / "train.csv"), "--target", "y")
     assert code == 2
+
+
+def test_a_user_file_with_a_bundled_held_out_set_and_a_split_of_fixed_size(bc_files):
+    "--test breast-cancer beside a user file runs (its public labels coded as the loss needs); a split's sizes depend on n alone."
+    code, r = _run(bc_files, "dp-sgd", "--data", str(bc_files / "bc.csv"), "--test", "breast-cancer", "--seed", "0")
+    assert code == 0 and r["evaluation"]["n"] == 569

@@ -185,7 +185,7 @@ def _sort_key(v:str) -> tuple:
 
 def _schema_classes(test:str|None, loss:str|None, classes, target=-1):
     "The schema's classes: declared, else the held-out file's two label values (public; the smaller negative), else None (the default)."
-    if classes is not None or test is None or loss is None or label_coding(loss) is None: return classes
+    if classes is not None or test is None or test in BUNDLED or loss is None or label_coding(loss) is None: return classes
     vals = sorted(set(read_records(test, target)[1].tolist()), key=_sort_key)
     if len(vals) == 2: return vals
     if loss == "sigmoid-glm": return None                                 # targets in [0, 1]: the default schema keeps them
@@ -214,13 +214,13 @@ def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|Non
     held, what, split = None, None, None
     if test is not None:
         what = f"held-out file {test} (not private)"
-        held = (code_labels(_bundled(test, problem), loss, coding["values"], say=False)[0] if test in BUNDLED
-                else _held_out_file(test, loss, _schema_classes(test, loss, classes, target), target))
+        if test not in BUNDLED: held = _held_out_file(test, loss, _schema_classes(test, loss, classes, target), target)
+        else: held = code_labels(_bundled(test, problem), loss, (coding or {}).get("values", classes), say=False)[0] if loss else _bundled(test, problem)
     elif test_fraction is not None:
         train, held = train_test_split(train, test_fraction, split_seed)
-        held = held[np.flatnonzero(_finite_rows(held))]                  # held-out rows only evaluate: a malformed one is left out
         what = f"held-out {test_fraction:g} of {data} (random split, public seed {split_seed}; not private)"
-        split = dict(test_fraction=float(test_fraction), seed=int(split_seed), n_train=len(train), n_test=len(held))
+        split = dict(test_fraction=float(test_fraction), seed=int(split_seed), n_train=len(train), n_test=len(held))   # sizes fixed by n alone
+        held = held[np.flatnonzero(_finite_rows(held))]                  # held-out rows only evaluate: a malformed one is left out
     return train, held, what, dict(source=data, n=len(train), d=train.p, labels=coding, split=split, test=test)
 
 # %% ../../nbs/planning/36_run_request.ipynb #d0dfd7a5
