@@ -1,6 +1,6 @@
 """One clipping contract, one harness: every implementation of a problem's clipped gradient sum Σ_i clip_C(∇f_i(x)) is
 checked against one reference written here, on the same rows. The implementations are the linear models' fused path,
-the MLP's fused path, JAX ghost clipping (`from_jax`), PyTorch ghost clipping (`from_torch`, skipped without torch) and
+softmax cross-entropy's fused paths (`Multinomial`, `SoftmaxMLP`; one row labelled outside their k classes), the MLP's fused path, JAX ghost clipping (`from_jax`), PyTorch ghost clipping (`from_torch`, skipped without torch) and
 the materialized path (`clip_rows` of `grad_each`, what every other problem gets). The rows are ordinary ones, a zero
 row, a NaN and an inf entry, rows of norm 1e±200 (1e±30 in float32), and a row whose squared gradient norm overflows. The
 sum, the number of rows clipped and the number of rows zeroed must agree.
@@ -18,6 +18,8 @@ from dpnotebooks.privacy.clipping import clip_rows
 from dpnotebooks.problems.base import Logistic, RobustRegression
 from dpnotebooks.problems.dataset import Dataset
 from dpnotebooks.algorithms.dpsgd import MLP
+from dpnotebooks.problems.multinomial import Multinomial
+from dpnotebooks.algorithms.softmax_mlp import SoftmaxMLP
 
 P, CLIP = 4, 0.7
 
@@ -51,6 +53,15 @@ def _linear(cls):
     def make(A, y): return cls(Dataset(A, y))
     return make
 
+def _classes(y):
+    "k = 3 classes; row 5 has the label 7, outside the schema (a NaN gradient: zeroed and counted)."
+    t = (np.arange(len(y)) % 3).astype(y.dtype); t[5] = 7
+    return t
+
+def _multinomial(A, y): return Multinomial(Dataset(A, _classes(y)), k=3)
+
+def _softmax_mlp(A, y): return SoftmaxMLP(Dataset(A, _classes(y)), k=3, hidden=5, seed=1)
+
 def _mlp(A, y): return MLP(Dataset(A, y), hidden=6, L=1.0, seed=1)
 
 def _jax(A, y):
@@ -66,7 +77,7 @@ def _torch(A, y):
 
 # name: (constructor, what its fused path does with a row whose squared norm overflows)
 PROBLEMS = {"logistic (linear, fused)": (_linear(Logistic), "clip"), "robust regression (linear, fused)": (_linear(RobustRegression), "clip"),
-            "mlp (fused)": (_mlp, "clip"), "jax (ghost)": (_jax, "zero"), "torch (ghost)": (_torch, "zero")}
+            "multinomial (fused)": (_multinomial, "clip"), "softmax mlp (fused)": (_softmax_mlp, "clip"), "mlp (fused)": (_mlp, "clip"), "jax (ghost)": (_jax, "zero"), "torch (ghost)": (_torch, "zero")}
 
 
 def per_sample(problem, x, batch):

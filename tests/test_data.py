@@ -27,7 +27,8 @@ def test_text_labels_and_three_classes():
     with pytest.warns(LabelCodingWarning, match=r"\['no', 'yes'\] read as \[0, 1\]"):
         ds = Dataset.from_arrays(np.ones((3, 2)), np.array(["yes", "no", "yes"]))
     assert to_numpy(code_labels(ds, "logistic", say=False)[0].y).tolist() == [1, -1, 1]
-    with pytest.raises(ValueError, match="one-vs-rest"): code_labels(Dataset(np.eye(3), [0, 1, 2]), "logistic")
+    with pytest.raises(ValueError, match="one-vs-rest"): code_labels(Dataset(np.eye(3), [0, 1, 2]), "hinge")
+    assert to_numpy(code_labels(Dataset(np.eye(3), [0, 2, 1]), "logistic", say=False)[0].y).tolist() == [0, 2, 1]   # k = 3: softmax classes
 
 def test_split_sizes_disjoint_reproducible():
     ds = Dataset(np.arange(100.)[:, None], np.zeros(100))
@@ -83,7 +84,7 @@ def test_cli_private_scaling_is_in_the_ledger(bc_files):
     assert abs(led.spent(1e-5) - pr["epsilon_spent"]) < 1e-12 and pr["epsilon_spent"] <= 1 and pr["epsilon"] == 1
 
 @pytest.mark.parametrize("args, says", [
-    (["--data", "{d}/y3.csv", "--classes", "0,1,2"], "declare two classes"),
+    (["--data", "{d}/y3.csv", "--classes", "0,1,2", "--problem", "sigmoid-glm"], "declare two classes"),
     (["--data", "{d}/bc.csv", "--n", "500"], "Drop --n"),
     (["--data", "{d}/bc.csv", "--d", "3"], "Drop --d"),
     (["--data", "{d}/bc.csv", "--scale", "private", "--scale-with", "0,1", "--scale-epsilon", "2"], "no data was read"),

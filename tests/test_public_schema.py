@@ -57,3 +57,12 @@ def test_declared_text_classes_and_a_held_out_file_name_the_schema(tmp_path, cap
     assert r["data"]["labels"]["source"] == "declared" and r["evaluation"]["accuracy_out"] > 0.8     # the held-out file's labels: no, yes
     assert main(BASE + ["--data", str(tmp_path / "t.csv"), "--out", str(out)]) == 0                 # undeclared text labels: every record zeroed
     assert "declare classes" in capsys.readouterr().err
+
+@pytest.mark.parametrize("what", ["an odd label 7", "a text label", "a NaN feature", "a huge row"])
+def test_k_declared_classes_neighbouring_files_give_the_same_record(tmp_path, capsys, what):
+    "Softmax cross-entropy (three classes declared): the odd record is zeroed the same way; code, messages and record agree."
+    code, err, rec = _run(tmp_path, capsys, None, "--classes", "0,1,2")
+    code2, err2, rec2 = _run(tmp_path, capsys, NEIGHBOURS[what], "--classes", "0,1,2")
+    assert code == code2 == 0 and err == err2 and rec["data"]["labels"]["k"] == 3 and rec["d"] == 3 * 4
+    assert {k: v for k, v in rec.items() if k not in RELEASED} == {k: v for k, v in rec2.items() if k not in RELEASED}
+    assert "secret_label_Alice" not in err2 + json.dumps(rec2) and np.all(np.isfinite(rec2["x_out"]))

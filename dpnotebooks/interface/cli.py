@@ -19,7 +19,7 @@ from ..engine.registry import InsufficientDataError
 from ..engine.faults import RunStopped
 from ..engine.checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 from ..planning.catalog import ALGORITHMS as REGISTRY, algorithm_knobs, list_algorithms
-from ..planning.request import RunRequest, run_request, run_tune, dry_run, jsonable
+from ..planning.request import RunRequest, run_request, run_tune, dry_run, jsonable, parse_categorical
 from ..algorithms.dpsgd import MLP
 from ..experiments.demo import DEMO, run_demo, format_demo, plot_demo
 from ..planning.tuning import DISTRIBUTIONS, SCORES
@@ -104,7 +104,8 @@ def _request(args) -> RunRequest:
     "The `RunRequest` of `dpnb run`'s arguments."
     named = ("problem", "n", "d", "epsilon", "delta", "alpha", "beta", "seed", "data", "data_seed", "accountant", "test", "test_fraction",
              "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "secure", "nonprivate_diagnostics", "max_seconds", "hidden", "target")
-    return RunRequest(args.algorithm, **{k: getattr(args, k) for k in named}, intercept=not args.no_intercept, overrides=_parse_overrides(args.set))   # by name: no field can slip
+    return RunRequest(args.algorithm, **{k: getattr(args, k) for k in named}, intercept=not args.no_intercept,
+                      categorical=parse_categorical(args.categorical), overrides=_parse_overrides(args.set))   # by name: no field can slip
 
 # %% ../../nbs/interface/50_cli.ipynb #cfbe31f2
 def cmd_run(args) -> int:
@@ -267,7 +268,8 @@ def cmd_tune(args) -> int:
     req = RunRequest(args.algorithm, args.problem, epsilon=args.epsilon, delta=args.delta, seed=args.seed, data=args.data, test=args.test,
                      test_fraction=args.test_fraction, split_seed=args.split_seed, scale=args.scale, scale_with=args.scale_with,
                      classes=args.classes, nonprivate_diagnostics=args.nonprivate_diagnostics, overrides=_parse_overrides(args.set),
-                     hidden=args.hidden, intercept=not args.no_intercept, target=args.target)
+                     hidden=args.hidden, intercept=not args.no_intercept, target=args.target,
+                     categorical=parse_categorical(args.categorical))
     r = run_tune(req, _grid(args.grid), args.mean_runs, args.distribution, args.validation_fraction, args.score)
     ev = r.get("evaluation", {})
     print(f"dpnb tune {r['algorithm']} on {r['problem']}: chose {r['hyperparameters']} (noisy validation {r['score']['kind']} "
@@ -304,14 +306,16 @@ def _add_run_data(r):
     r.add_argument("--hidden", type=_hidden, default=None, metavar="H", help="--problem mlp: hidden units of its one hidden layer (default 32)")
     r.add_argument("--data", default=None, help="'breast-cancer', 'digits', or a .npz (X, y) / .csv file (default: synthetic)")
     r.add_argument("--target", default=None, metavar="COLUMN", help="the .csv files' target column: its header name or index (default: the last)")
+    r.add_argument("--categorical", action="append", default=None, metavar="COLUMN=A,B,C", help="a .csv column's categories (public schema; repeat "
+                   "per column, or give a .json {column: [categories]}): one-hot coded; a value outside them zeroes its record")
     r.add_argument("--n", type=_positive_int, default=None, help="synthetic samples (default 20000; with --data: refused unless it matches)")
     r.add_argument("--d", type=_positive_int, default=None, help="synthetic dimension (default 10; with --data: refused unless it matches)")
     r.add_argument("--data-seed", type=int, default=0, help="seed of the synthetic data (default 0)")
     r.add_argument("--test-fraction", type=float, default=None, metavar="F", help="hold out this share of --data (a random split with --split-seed; not private)")
     r.add_argument("--split-seed", type=int, default=0, help="public seed of the --test-fraction split (default 0)")
-    r.add_argument("--classes", type=lambda s: [v.strip() for v in s.split(",")], default=None, metavar="NEG,POS",
-                   help="the two labels (public schema: numbers or text), negative first; default: 1 positive, 0 or -1 negative, or "
-                        "the two labels of --test FILE. Never read from the private --data file; a record with another label is zeroed")
+    r.add_argument("--classes", type=lambda s: [v.strip() for v in s.split(",")], default=None, metavar="NEG,POS|C1,...,CK",
+                   help="the labels (public schema: numbers or text): two, negative first, or k > 2 for softmax (logistic, mlp); default: "
+                        "1 positive, 0 or -1 negative, or the labels of --test FILE. Never read from the private --data file; a record with another label is zeroed")
     r.add_argument("--scale", choices=["none", "public", "private"], default="none",
                    help="features of --data FILE: 'none' (rows projected into the unit ball), 'public' constants, or a 'private' estimate charged to the budget")
     r.add_argument("--scale-with", default=None, metavar="A,B|FILE.csv",

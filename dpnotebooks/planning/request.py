@@ -6,7 +6,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/planning/run_request.html.md"""
 
 # %% ../../nbs/planning/36_run_request.ipynb #41f2dfad
 from __future__ import annotations
-import sys
+import sys, json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 import numpy as np
@@ -14,7 +14,7 @@ from fastcore.basics import patch
 from ..core.backend import get_backend, to_numpy, make_rng
 from ..problems.base import get_problem, PROBLEMS
 from ..problems.dataset import load_file, with_data, Dataset, load_sklearn, read_records, check_finite
-from ..problems.data import (code_labels, code_schema, label_coding, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
+from ..problems.data import (code_labels, code_schema, label_coding, multiclass, n_classes, MULTICLASS, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
 from ..privacy.ledger import Ledger, EVENT_FIELDS
@@ -25,6 +25,8 @@ from .minimize import minimize, check_request, plan_run, planned_ledger
 from .cost import estimate_work, format_work, check_time, shaped, TooSlowError
 from .tuning import tune, accuracy
 from ..algorithms.dpsgd import MLP
+from ..problems.multinomial import Multinomial
+from ..algorithms.softmax_mlp import SoftmaxMLP
 from dataclasses import replace
 from ..problems.base import capabilities
 
@@ -63,10 +65,12 @@ class RunRequest:
     hidden: int|None = None               # --problem mlp: its hidden units (default MLP_HIDDEN)
     intercept: bool = True                # a linear problem on --data gets a public constant feature (`add_intercept`)
     target: str|None = None               # a .csv's target column: a header name or an index (None: the last column)
+    categorical: dict|None = None         # {column: [categories]} of the .csv files: one-hot coded (public schema)
 
 # %% ../../nbs/planning/36_run_request.ipynb #94073488
 _KEPT = ("algorithm", "problem", "n", "d", "epsilon", "delta", "alpha", "beta", "seed", "data", "data_seed", "accountant", "backend", "test",
-         "nonprivate_diagnostics", "secure", "test_fraction", "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "overrides", "released_scaling", "hidden", "intercept", "target")
+         "nonprivate_diagnostics", "secure", "test_fraction", "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "overrides", "released_scaling", "hidden", "intercept", "target",
+         "categorical")
 
 @patch(cls_method=True)
 def of(cls:RunRequest, algorithm:str, *values, **named) -> RunRequest:
@@ -163,13 +167,13 @@ def _check_size(n, d, ds:Dataset, data:str):
 
 BUNDLED = ("breast-cancer", "digits")
 
-def _bundled(data:str, problem:str) -> Dataset:
-    "A bundled dataset: public, already coded and scaled with public constants."
-    return load_sklearn(data, labels="01" if problem == "sigmoid-glm" else "pm1")
+def _bundled(data:str, problem:str, classes=None) -> Dataset:
+    "A bundled dataset: public, scaled with public constants; labels coded for the loss, or its own classes (digits 0..9) for k > 2 declared."
+    return load_sklearn(data, labels="class" if multiclass(problem, classes) else "01" if problem == "sigmoid-glm" else "pm1")
 
-def _private_file(data:str, loss:str|None, classes, target=-1) -> tuple:
+def _private_file(data:str, loss:str|None, classes, target=-1, categorical=None) -> tuple:
     "(Dataset, coding) of the PRIVATE training file: `read_records`, labels coded by the public schema (`code_schema`)."
-    X, labels = read_records(data, target)
+    X, labels = read_records(data, target, categorical)
     y, coding = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
     return Dataset(X, y, Path(data).stem), coding
 
@@ -184,17 +188,17 @@ def _sort_key(v:str) -> tuple:
     return (bool(np.isnan(num)), 0.0 if np.isnan(num) else float(num), v)
 
 def _schema_classes(test:str|None, loss:str|None, classes, target=-1):
-    "The schema's classes: declared, else the held-out file's two label values (public; the smaller negative), else None (the default)."
+    "The schema's classes: declared, else the held-out file's label values (public; two: the smaller negative; k > 2 for logistic/mlp), else None."
     if classes is not None or test is None or test in BUNDLED or loss is None or label_coding(loss) is None: return classes
     vals = sorted(set(read_records(test, target)[1].tolist()), key=_sort_key)
-    if len(vals) == 2: return vals
+    if len(vals) == 2 or (len(vals) > 2 and loss in MULTICLASS): return vals
     if loss == "sigmoid-glm": return None                                 # targets in [0, 1]: the default schema keeps them
     raise ValueError(f"The held-out file {test} has {len(vals)} label values ({', '.join(vals[:6])}), and {loss} is a binary loss: "
                      "give a held-out file with two classes, or declare them with --classes NEGATIVE,POSITIVE.")
 
-def _held_out_file(test:str, loss:str|None, classes, target=-1) -> Dataset:
+def _held_out_file(test:str, loss:str|None, classes, target=-1, categorical=None) -> Dataset:
     "The held-out file (public: refused with the position of a bad entry), its labels coded by the run's schema."
-    X, labels = read_records(test, target)
+    X, labels = read_records(test, target, categorical)
     y, _ = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
     check_finite(X, f"held-out file {test}: X")
     if np.isnan(y).any(): raise ValueError(f"The held-out file {test} has labels outside the schema (at row {int(np.flatnonzero(np.isnan(y))[0])}): "
@@ -203,19 +207,19 @@ def _held_out_file(test:str, loss:str|None, classes, target=-1) -> Dataset:
 
 # %% ../../nbs/planning/36_run_request.ipynb #f1095b57
 def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|None=None, split_seed:int=0,
-              n:int|None=None, d:int|None=None, classes=None, target=-1) -> tuple:
+              n:int|None=None, d:int|None=None, classes=None, target=-1, categorical=None) -> tuple:
     "(train, held-out Dataset or None, what it is, the record's `data` block): the private file read and coded by the public schema, split; not scaled."
     if test is not None and test_fraction is not None: raise ValueError("Give either --test FILE or --test-fraction F, not both.")
     loss = None if ":" in problem else problem
     if data in BUNDLED:                                                   # public data: its label set may be read
-        raw = _bundled(data, problem); train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
-    else: train, coding = _private_file(data, loss, _schema_classes(test, loss, classes, target), target)
+        raw = _bundled(data, problem, classes); train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
+    else: train, coding = _private_file(data, loss, _schema_classes(test, loss, classes, target), target, categorical)
     _check_size(n, d, train, data)
     held, what, split = None, None, None
     if test is not None:
         what = f"held-out file {test} (not private)"
-        if test not in BUNDLED: held = _held_out_file(test, loss, _schema_classes(test, loss, classes, target), target)
-        else: held = code_labels(_bundled(test, problem), loss, (coding or {}).get("values", classes), say=False)[0] if loss else _bundled(test, problem)
+        if test not in BUNDLED: held = _held_out_file(test, loss, _schema_classes(test, loss, classes, target), target, categorical)
+        else: held = code_labels(_bundled(test, problem, classes), loss, (coding or {}).get("values", classes), say=False)[0] if loss else _bundled(test, problem)
     elif test_fraction is not None:
         train, held = train_test_split(train, test_fraction, split_seed)
         what = f"held-out {test_fraction:g} of {data} (random split, public seed {split_seed}; not private)"
@@ -236,6 +240,20 @@ def _two_rows(spec:str|None, p:int, scale:str) -> tuple:
 MLP_HIDDEN = 32   # --problem mlp's hidden units unless --hidden says
 INTERCEPT_PROBLEMS = ("logistic", "sigmoid-glm", "robust-regression")   # the linear models an intercept is added to
 
+def parse_categorical(specs:list|None) -> dict|None:
+    "`--categorical` values as {column: [categories]}: each 'COLUMN=A,B,C', or a .json file holding such a mapping (public schema)."
+    out = {}
+    for s in specs or ():
+        if s.endswith(".json"):
+            try: m = json.loads(Path(s).read_text())
+            except (OSError, ValueError) as err: raise ValueError(f"--categorical {s}: {err}. Give a .json object {{column: [categories]}}.") from None
+            if not isinstance(m, dict) or not all(isinstance(v, list) and v for v in m.values()):
+                raise ValueError(f"--categorical {s}: expected a .json object {{column: [categories, ...]}}.")
+            out.update({str(k): [str(c) for c in v] for k, v in m.items()})
+        elif "=" in s and s.split("=", 1)[1].strip(): out[s.split("=", 1)[0].strip()] = [c.strip() for c in s.split("=", 1)[1].split(",")]
+        else: raise ValueError(f"--categorical {s!r}: give COLUMN=A,B,C (the column's categories, public) or a .json file of them.")
+    return out or None
+
 def _target(req:RunRequest):
     "The target column of the request's .csv files: a header name, an index given as digits, or the last column."
     t = req.target
@@ -252,8 +270,10 @@ def _intercept_block(req:RunRequest) -> dict|None:
                 "is <x[:-1], feature_scale * a> + value * x[-1], for a the scaled row; --no-intercept leaves it out")
 
 
-def _problem_on(problem:str, ds:Dataset, data_seed:int, hidden:int|None=None):
-    "The problem on a prepared dataset (a built-in one, the MLP p-h-1 of `13_dpsgd`, or the user's `MODULE:FUNCTION`)."
+def _problem_on(problem:str, ds:Dataset, data_seed:int, hidden:int|None=None, k:int=0):
+    "The problem on a prepared dataset (a built-in one, `Multinomial` for logistic with k > 2 classes, the MLP of `13_dpsgd` (`SoftmaxMLP` for k > 2), or the user's `MODULE:FUNCTION`)."
+    if k > 2 and problem == "logistic": return Multinomial(ds, k)
+    if k > 2 and problem == "mlp": return SoftmaxMLP(ds, k, hidden=hidden or MLP_HIDDEN, seed=data_seed)
     if problem == "mlp": return MLP(ds, hidden=hidden or MLP_HIDDEN, seed=data_seed)     # He init from the public data seed
     if ":" not in problem: return get_problem(problem, data=ds, seed=data_seed)
     p = load_loss(problem)(ds)
@@ -261,7 +281,7 @@ def _problem_on(problem:str, ds:Dataset, data_seed:int, hidden:int|None=None):
     return p
 
 # %% ../../nbs/planning/36_run_request.ipynb #85902653
-def _scaling(req:RunRequest, train:Dataset) -> tuple:
+def _scaling(req:RunRequest, train:Dataset, k:int=0) -> tuple:
     "(Scaler, its Ledger or None, the training run's ε, the scaling's record): public constants, none, or a charged private estimate."
     scale, algorithm, epsilon, delta, accountant = req.scale, req.algorithm, req.epsilon, req.delta, req.accountant
     if scale == "none": return Scaler(), None, epsilon, dict(source="none", note="rows only projected into the unit ball")
@@ -269,7 +289,7 @@ def _scaling(req:RunRequest, train:Dataset) -> tuple:
     if not ALGORITHMS[algorithm].private: raise ValueError(f"--scale private charges a privacy budget; {algorithm} is not private. Use --scale public or none.")
     es, e0 = split_budget(epsilon, req.scale_epsilon)
     bounds, scl = _two_rows(req.scale_with, train.p, scale), private_scaler_ledger(train.p, es, delta, accountant)
-    shape = _problem_on(req.problem, _intercept(req)(Dataset(np.zeros((len(train), train.p)), np.ones(len(train)))), req.data_seed, req.hidden)   # n, p only: no record
+    shape = _problem_on(req.problem, _intercept(req)(Dataset(np.zeros((len(train), train.p)), np.ones(len(train)))), req.data_seed, req.hidden, k)   # n, p only: no record
     price = lambda e: planned_ledger(shape, plan_run(shape, algorithm, e, delta, req.alpha, req.beta, accountant, **req.overrides))
     et = training_epsilon(epsilon, delta, scl, price, e0, accountant)
     rng = make_rng(secure=True) if req.secure else (None if req.seed is None else make_rng(req.seed).child(0x5CA1E))
@@ -282,6 +302,8 @@ def _check(req:RunRequest):
     check_request(req.algorithm, req.epsilon, req.delta, req.alpha, req.beta, **req.overrides)
     if req.problem not in PROBLEMS and req.problem != "mlp" and ":" not in req.problem:
         raise ValueError(f"Unknown problem {req.problem!r}. Available: {', '.join(PROBLEMS)}, mlp, or your own loss as MODULE:FUNCTION.")
+    if req.categorical and (req.data in (None, "synthetic", *BUNDLED) or not str(req.data).endswith(".csv")):
+        raise ValueError("--categorical names columns of a .csv file given with --data (with a header); the bundled and synthetic data have none.")
     if req.hidden is not None and req.problem != "mlp": raise ValueError(f"--hidden sizes --problem mlp. Found it with --problem {req.problem}: drop it.")
     if req.scale == "private" and req.released_scaling is None and ALGORITHMS[req.algorithm].private: split_budget(req.epsilon, req.scale_epsilon)
 
@@ -323,20 +345,21 @@ def run_inputs(req:RunRequest) -> tuple:
         p, held, what = run_data("logistic" if problem == "mlp" else problem, req.n, req.d, req.data_seed, data, req.test)
         if problem == "mlp": p, held = (None if q is None else _problem_on("mlp", q.data, req.data_seed, req.hidden) for q in (p, held))
         return p, held, what, dict(source="synthetic", n=len(p.data), d=p.dim, labels=None, scaling=None, split=None, test=req.test), None, epsilon
-    train, test_ds, what, block = user_data(problem, data, req.test, req.test_fraction, req.split_seed, req.n, req.d, req.classes, _target(req))
+    train, test_ds, what, block = user_data(problem, data, req.test, req.test_fraction, req.split_seed, req.n, req.d, req.classes, _target(req),
+                                              req.categorical)
     if data in ("breast-cancer", "digits"):
         if scale != "none": raise ValueError(f"--scale applies to --data FILE: {data} is already scaled with public constants (see load_sklearn).")
         sc, scl, et, info = Scaler(), None, epsilon, dict(source="public", note=f"{data}: public constants of load_sklearn")
     elif req.released_scaling is not None:                                  # a resumed run: the scaling released when it started
         info = req.released_scaling["scaling"]; scl = Ledger.from_dicts(req.released_scaling["ledger"]); et = info["training_epsilon"]
         sc = Scaler(np.asarray(info["center"]), np.asarray(info["scale"]), "private", info["max_norm"])
-    else: sc, scl, et, info = _scaling(req, train)
+    else: sc, scl, et, info = _scaling(req, train, n_classes(block["labels"]))
     block["scaling"] = info
     lab = block["labels"]
     if lab and lab.get("changed", True): print(f"dpnb: {lab['message']} (the label set is public schema)", file=sys.stderr)
     if data not in ("breast-cancer", "digits"): print(f"dpnb: features: {_scaling_note(info)}", file=sys.stderr)
     icpt = _intercept(req); block["intercept"] = _intercept_block(req)
-    p = _problem_on(problem, icpt(sc(train)), req.data_seed, req.hidden)
+    p = _problem_on(problem, icpt(sc(train)), req.data_seed, req.hidden, n_classes(block["labels"]))
     return p, None if test_ds is None else with_data(p, icpt(sc(test_ds))), what, block, scl, et
 
 def _scaling_note(info:dict) -> str:
@@ -389,12 +412,13 @@ def _shape_problem(req:RunRequest):
         if ":" in problem: return _user_problem(problem, data)
         p = get_problem("logistic" if problem == "mlp" else problem, n=20000 if n is None else n, d=10 if d is None else d, seed=req.data_seed)
         return _problem_on("mlp", p.data, req.data_seed, req.hidden) if problem == "mlp" else p
+    k = 0 if ":" in problem else len(multiclass(problem, req.classes if data in BUNDLED else _schema_classes(req.test, problem, req.classes, _target(req))) or ())
     if data in BUNDLED:
-        ds = _bundled(data, problem); _check_size(n, d, ds, data)
-        return _problem_on(problem, _intercept(req)(ds), req.data_seed, req.hidden)
-    shape = read_records(data, _target(req))[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
+        ds = _bundled(data, problem, req.classes); _check_size(n, d, ds, data)
+        return _problem_on(problem, _intercept(req)(ds), req.data_seed, req.hidden, k)
+    shape = read_records(data, _target(req), req.categorical)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
     _check_size(n, d, zeros, data)
-    return _problem_on(problem, _intercept(req)(zeros), req.data_seed, req.hidden)
+    return _problem_on(problem, _intercept(req)(zeros), req.data_seed, req.hidden, k)
 
 # %% ../../nbs/planning/36_run_request.ipynb #f86f0197
 def dry_run(req:RunRequest) -> str:

@@ -15,17 +15,30 @@ from ..privacy.ledger import Ledger, Release, BudgetExceededError, calibrate_led
 from ..privacy.accounting import DEFAULT_ACCOUNTANT
 
 # %% auto #0
-__all__ = ['LABEL_CODING', 'DEFAULT_SCHEMA', 'INTERCEPT', 'SCALE_SHARE', 'label_coding', 'code_labels', 'label_numbers',
-           'schema_of', 'code_schema', 'train_test_split', 'Scaler', 'public_scaler', 'add_intercept',
-           'private_scaler_ledger', 'compose', 'check_composition', 'fit_private_scaler', 'split_budget',
-           'training_epsilon']
+__all__ = ['LABEL_CODING', 'MULTICLASS', 'DEFAULT_SCHEMA', 'INTERCEPT', 'SCALE_SHARE', 'label_coding', 'multiclass', 'n_classes',
+           'code_labels', 'label_numbers', 'schema_of', 'code_schema', 'train_test_split', 'Scaler', 'public_scaler',
+           'add_intercept', 'private_scaler_ledger', 'compose', 'check_composition', 'fit_private_scaler',
+           'split_budget', 'training_epsilon']
 
 # %% ../../nbs/problems/04f_data.ipynb #9c681217
 LABEL_CODING = {"logistic": (-1.0, 1.0), "hinge": (-1.0, 1.0), "sigmoid-glm": (0.0, 1.0), "mlp": (-1.0, 1.0)}   # (negative, positive) class values
 
+MULTICLASS = ("logistic", "mlp")   # the losses that take k > 2 classes: softmax cross-entropy (`Multinomial`, the MLP's k outputs)
+
 def label_coding(loss:str) -> tuple|None:
     "The (negative, positive) label values a loss needs: `LABEL_CODING[loss]`, or None for a regression loss (y left alone)."
     return LABEL_CODING.get(loss)
+
+def multiclass(loss:str, classes=None) -> list|None:
+    "The declared class list when it makes `loss` a k-class problem (k > 2 classes, a loss in `MULTICLASS`), else None."
+    if classes is None or len(classes) <= 2 or loss not in MULTICLASS: return None
+    classes = list(classes)
+    if len(set(map(str, classes))) != len(classes): raise ValueError(f"classes {classes} name a class twice: list each class once.")
+    return classes
+
+def n_classes(coding:dict|None) -> int:
+    "The number of classes of a label coding (`code_labels`, `code_schema`): k for a k-class coding, 2 for a binary one, 0 for none."
+    return 0 if coding is None else int(coding.get("k", 2))
 
 # %% ../../nbs/problems/04f_data.ipynb #4190e95f
 def _fmt(vals) -> str: return "{" + ", ".join(f"{v:+g}" if v < 0 or vals[0] < 0 else f"{v:g}" for v in vals) + "}"
@@ -35,19 +48,29 @@ def _binary_refusal(loss:str, values:list) -> ValueError:
     return ValueError(f"{loss} is a binary loss, but the labels take {len(values)} value(s) ({shown}). Recode them to two classes "
                       f"(one-vs-rest: y = (y == k)), pass classes=[negative, positive] to name the two, or use a regression problem.")
 
+def _class_indices(data:Dataset, y, found:list, vals:list, loss:str, say:bool) -> tuple:
+    "k > 2 label values coded as the class indices 0..k−1 (their order in `vals`)."
+    if not set(found) <= set(vals): raise ValueError(f"The labels include values outside classes={vals}. Declare every class, or drop those rows.")
+    k = len(vals); changed = vals != list(range(k))
+    msg = f"{k} classes {_fmt(vals[:6])[:-1]}{', ...' if k > 6 else ''}}} coded as class indices 0..{k - 1} for {loss}"
+    if changed and say: warnings.warn(msg + " (the label set is treated as public schema)", LabelCodingWarning, stacklevel=3)
+    coded = np.select([y == v for v in vals], [float(j) for j in range(k)], np.nan)
+    return Dataset(data.A, coded, data.name), dict(loss=loss, values=vals, coded_as="class index", k=k, changed=changed, message=msg)
+
 # %% ../../nbs/problems/04f_data.ipynb #12fa14f2
 def code_labels(data:Dataset, # the (training or held-out) data
                 loss:str, # a problem name ('logistic', 'sigmoid-glm', ...) or 'hinge'
-                classes=None, # [negative, positive] label values, declared (public schema); default: the two values found
+                classes=None, # [negative, positive] (or k > 2 classes, in order) label values, declared (public schema); default: the values found
                 say:bool=True, # warn (LabelCodingWarning) when the labels are changed
                ) -> tuple: # (the coded Dataset, a dict describing the coding, or None for a regression loss)
-    "Labels coded for `loss`: two values -> (−1, +1) for logistic/hinge, (0, 1) for sigmoid-glm; more than two refused."
+    "Labels coded for `loss`: two values -> (−1, +1) for logistic/hinge, (0, 1) for sigmoid-glm; k > 2 -> class indices 0..k−1 for logistic/mlp."
     want = label_coding(loss)
     if want is None: return data, None
     y = to_numpy(data.y); found = sorted(set(y.tolist()))
     if loss == "sigmoid-glm" and classes is None and len(found) != 2 and found and 0 <= found[0] and found[-1] <= 1:
         return data, dict(loss=loss, values="in [0, 1]", coded_as="unchanged", changed=False, message=f"targets in [0, 1] kept for {loss}")
     vals = found if classes is None else [float(c) for c in classes]
+    if len(vals) > 2 and loss in MULTICLASS: return _class_indices(data, y, found, multiclass(loss, vals), loss, say)
     if len(vals) != 2: raise _binary_refusal(loss, vals)
     if not set(found) <= set(vals): raise ValueError(f"The labels include values outside classes={list(classes)}. Declare both classes, or drop those rows.")
     changed = vals != list(want)
@@ -73,8 +96,10 @@ def schema_of(loss:str, classes=None) -> tuple:
     "(negative labels, positive label) of the public schema: `classes` = [negative, positive], or `DEFAULT_SCHEMA`."
     if classes is None: return DEFAULT_SCHEMA
     classes = list(classes)
-    if len(classes) != 2: raise ValueError(f"{loss} is a binary loss: declare two classes, [negative, positive]. Found {len(classes)} ({classes}). "
-                                           "Recode to two classes (one-vs-rest: y = (y == k)) or use a regression problem.")
+    if len(classes) != 2:
+        more = ("declare two classes, [negative, positive], or k > 2 classes for softmax cross-entropy" if loss in MULTICLASS else
+                f"{loss} is a binary loss: declare two classes, [negative, positive]")
+        raise ValueError(f"{more}. Found {len(classes)} ({classes}). Recode to two classes (one-vs-rest: y = (y == k)) or use a regression problem.")
     return (classes[0],), classes[1]
 
 def _schema_text(neg, pos) -> str: return f"{' or '.join(map(str, neg))} negative, {pos} positive"
@@ -87,6 +112,7 @@ def code_schema(labels, # a PRIVATE file's labels, as text (`read_records`) or n
     "Labels coded for `loss` by a schema fixed before the data are read: a label outside it becomes NaN (zeroed in the mechanism)."
     labels = np.asarray(labels).astype(str); num = label_numbers(labels); want = label_coding(loss)
     if want is None: return num, None
+    if (cl := multiclass(loss, classes)) is not None: return _schema_indices(labels, num, loss, cl)
     neg, pos = schema_of(loss, classes)
     y = np.where((num > 0) & (num < 1), num, np.nan) if loss == "sigmoid-glm" and classes is None else np.full(len(labels), np.nan)
     for c in neg: y[_is(labels, num, c)] = want[0]
@@ -95,6 +121,14 @@ def code_schema(labels, # a PRIVATE file's labels, as text (`read_records`) or n
     msg = (f"labels coded by the {src} schema ({_schema_text(neg, pos)}) as {_fmt(list(want))} for {loss}; "
            "a record with another label contributes nothing" + ("" if classes is not None else " (declare classes to name yours)"))
     return y, dict(loss=loss, schema=dict(negative=[str(c) for c in neg], positive=str(pos)), source=src, coded_as=list(want), message=msg)
+
+def _schema_indices(labels, num, loss:str, classes:list) -> tuple:
+    "The j-th declared class coded j; any other label NaN."
+    y = np.full(len(labels), np.nan)
+    for j, c in enumerate(classes): y[_is(labels, num, c)] = j
+    msg = (f"labels coded by the declared schema ({len(classes)} classes) as class indices 0..{len(classes) - 1} for {loss}; "
+           "a record with another label contributes nothing")
+    return y, dict(loss=loss, schema=dict(classes=[str(c) for c in classes]), source="declared", coded_as="class index", k=len(classes), message=msg)
 
 # %% ../../nbs/problems/04f_data.ipynb #5ae55d93
 def train_test_split(data:Dataset, # the data to split

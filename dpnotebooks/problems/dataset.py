@@ -15,7 +15,7 @@ from ..core.backend import get_xp, asarray, to_numpy, take_rows
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'Dataset', 'normalize_rows', 'check_finite', 'scale_records', 'with_data',
            'MissingExtraError', 'optional_import', 'load_sklearn', 'LabelCodingWarning', 'load_file', 'numbers',
-           'read_records']
+           'one_hot', 'encode_columns', 'read_records']
 
 # %% ../../nbs/problems/03_dataset.ipynb #a8508abd
 def _numeric(kind) -> bool:
@@ -73,8 +73,8 @@ def check_finite(arr, what:str):
 def _labels(y01, labels:str):
     y01 = np.asarray(y01, dtype=float)
     if labels == "pm1": return 2 * y01 - 1
-    if labels == "01": return y01
-    raise ValueError(f"`labels` must be 'pm1' or '01'. Found {labels!r}.")
+    if labels in ("01", "class"): return y01
+    raise ValueError(f"`labels` must be 'pm1', '01' or 'class'. Found {labels!r}.")
 
 # %% ../../nbs/problems/03_dataset.ipynb #78262a99
 # Fixed public constants for breast-cancer: each feature's mean and standard deviation over the 569 records of the public
@@ -116,7 +116,7 @@ def optional_import(module:str, # the module to import, e.g. 'sklearn.datasets'
         raise MissingExtraError(f'{what} needs {package or top}: pip install "dpnotebooks[{extra}]"') from err
 
 def load_sklearn(name:str, # 'breast-cancer' or 'digits'
-                 labels:str="pm1", # target coding: 'pm1' or '01'
+                 labels:str="pm1", # target coding: 'pm1' or '01' (digits: 5–9 against 0–4), or 'class' (digits: the ten digits 0..9)
                  standardize:bool=True, # breast-cancer only: z-score with the fixed public constants above (False: raw features)
                 ) -> Dataset:
     "A real dataset bundled with scikit-learn, each record mapped on its own (public constants) into the unit ball."
@@ -126,7 +126,7 @@ def load_sklearn(name:str, # 'breast-cancer' or 'digits'
         X, t = skd.load_breast_cancer(return_X_y=True)
         A = scale_records(X, BREAST_CANCER_MEAN, BREAST_CANCER_STD) if standardize else scale_records(X, 0.0, 1.0)
     elif name == "digits":
-        X, t = skd.load_digits(return_X_y=True); t = (t >= 5)                # digits 5-9 vs 0-4
+        X, t = skd.load_digits(return_X_y=True); t = t if labels == "class" else (t >= 5)     # the ten digits, or 5-9 vs 0-4
         A = scale_records(X, 0.0, 16.0)                                       # pixels lie in [0, 16]
     return Dataset(A, _labels(t, labels), name)
 
@@ -236,16 +236,42 @@ def numbers(S) -> np.ndarray:
         except ValueError: u, inv = np.unique(col, return_inverse=True); out[j] = np.array([_number(v) for v in u])[inv]
     return out.T.reshape(S.shape)
 
-def _record_rows(lines:list, width:int, t:int) -> tuple:
-    "(X, labels): every line a record; a row of another length is all NaN, a cell that is not a number NaN."
+def _record_rows(lines:list, width:int, t:int, cat:dict|None=None) -> tuple:
+    "(X, labels): every line a record; a row of another length is all NaN, a cell that is not a number NaN; columns in `cat` one-hot."
     ok = np.array([len(cells) == width for _, cells, _ in lines])
     S = np.array([cells for (_, cells, _), good in zip(lines, ok) if good], dtype=str).reshape(-1, width)
-    X = np.full((len(lines), width - 1), np.nan); labels = np.full(len(lines), "", dtype=object)
-    X[ok] = numbers(np.delete(S, t, axis=1)); labels[ok] = S[:, t]
+    F = encode_columns(np.delete(S, t, axis=1), {j - (j > t): c for j, c in (cat or {}).items()})
+    X = np.full((len(lines), F.shape[1]), np.nan); labels = np.full(len(lines), "", dtype=object)
+    X[ok] = F; labels[ok] = S[:, t]
     return X, labels.astype(str)
 
+# %% ../../nbs/problems/03_dataset.ipynb #95824284
+def one_hot(values, # a column: text or numbers
+            categories:list, # its PUBLIC categories (schema), in order
+           ) -> np.ndarray: # (n, len(categories)) indicators; a row of NaN where the value is not a category
+    "A categorical column coded against a declared category list: a value outside it gives a NaN row (that record is zeroed by the mechanisms)."
+    v = np.asarray(values).astype(str); cats = [str(c) for c in categories]
+    if len(set(cats)) != len(cats) or not cats: raise ValueError(f"categories must list one or more distinct values. Found {list(categories)}.")
+    num, cnum = numbers(v), numbers(np.asarray(cats))
+    hit = np.stack([(v == c) | ((num == cn) & ~np.isnan(cn)) for c, cn in zip(cats, cnum)], axis=1)     # '1.0' is the category 1
+    return np.where(hit.any(axis=1, keepdims=True), hit.astype(float), np.nan)
+
+def encode_columns(S, # text cells (n, w)
+                   cat:dict, # {column index: categories}: one-hot coded; the other columns read as numbers
+                  ) -> np.ndarray:
+    "The feature matrix of text cells: numbers where a column is numeric (NaN where a cell is not), one-hot blocks where categorical."
+    S = np.asarray(S, dtype=str).reshape(len(S), -1)
+    if not cat: return numbers(S)
+    return np.concatenate([one_hot(S[:, j], cat[j]) if j in cat else numbers(S[:, j:j + 1]) for j in range(S.shape[1])], axis=1)
+
 # %% ../../nbs/problems/03_dataset.ipynb #a9343505
-def _csv_records(path:Path, target:int|str=-1) -> tuple:
+def _column(path:Path, head:list, has_head:bool, name, what:str) -> int:
+    "A column's index from its header name or index (digits); a name needs the header."
+    if isinstance(name, int) or str(name).lstrip("-").isdigit(): return int(name)
+    if not has_head or name not in head: raise ValueError(f"{path.name}: no header column {name!r} for {what}. Name a column of the header, or give its index.")
+    return head.index(name)
+
+def _csv_records(path:Path, target:int|str=-1, categorical:dict|None=None) -> tuple:
     "(X, labels) of a private .csv: the header (if its features are not numbers) and the row length are schema."
     lines = [(i, [v.strip() for v in l.split(",")], l) for i, l in enumerate(path.read_text().splitlines(), 1) if l.strip()]
     if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, one column being y.")
@@ -259,15 +285,19 @@ def _csv_records(path:Path, target:int|str=-1) -> tuple:
     if not -width <= t0 < width: raise ValueError(f"{path.name}: no target column {target!r} among its {width} columns.")
     rows = lines[1:] if has_head else lines
     if not rows: raise ValueError(f"{path.name} has a header and no data rows.")
-    return _record_rows(rows, width, t0 % width)
+    cat = {_column(path, head, has_head, c, "--categorical") % width: cats for c, cats in (categorical or {}).items()}
+    if t0 % width in cat: raise ValueError(f"{path.name}: the target column is also declared categorical. Declare its classes with --classes instead.")
+    return _record_rows(rows, width, t0 % width, cat)
 
 # %% ../../nbs/problems/03_dataset.ipynb #db9e6320
 def read_records(path:str|Path, # a private .csv (header optional) or .npz (arrays X and y)
                  target:int|str=-1, # the target column of a .csv: an index, or a header name
+                 categorical:dict|None=None, # {column (header name or index): [categories]} of a .csv: one-hot coded (PUBLIC schema)
                 ) -> tuple: # (X float (n, p), NaN where a record is malformed; labels (n,) as text)
     "A PRIVATE data file, every line a record: nothing a record holds can stop the read or reach a message."
     path = _existing(path)
-    if path.suffix == ".csv": return _csv_records(path, target)
+    if path.suffix == ".csv": return _csv_records(path, target, categorical)
+    if categorical: raise ValueError(f"{path.name}: categorical columns are read from a .csv with a header. Code them in your .npz, or use a .csv.")
     if path.suffix != ".npz": raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (one column y).")
     with np.load(path) as f:
         if "X" not in f or "y" not in f: raise ValueError(f"{path.name} must contain arrays 'X' and 'y'. Found {sorted(f.keys())}.")
@@ -275,3 +305,27 @@ def read_records(path:str|Path, # a private .csv (header optional) or .npz (arra
     if X.ndim != 2 or y.shape != (X.shape[0],): raise ValueError(f"{path.name}: X must be (n, p) and y (n,). Found {X.shape} and {y.shape}.")
     if X.dtype.kind not in "biuf": X = np.vectorize(lambda v: _number(str(v)), otypes=[float])(X)
     return X.astype(float), y.astype(str)
+
+# %% ../../nbs/problems/03_dataset.ipynb #da15f6f8
+def _from_pandas(cls, df, # a pandas DataFrame (PRIVATE)
+                 target:str, # the target column
+                 categorical:dict|None=None, # {column: [categories]}, PUBLIC: one-hot coded in the declared order
+                 classes=None, # text labels' classes (PUBLIC): classes[k] becomes k, another label NaN
+                 name:str="data") -> Dataset:
+    "A `Dataset` from a DataFrame: numeric columns as they are, categorical ones one-hot by declared categories, NaN for what the schema does not cover."
+    categorical = dict(categorical or {})
+    missing = [c for c in [target, *categorical] if c not in df.columns]
+    if missing: raise ValueError(f"{name}: no column(s) {missing} in the DataFrame. Its columns: {list(df.columns)[:12]}.")
+    blocks = []
+    for col in (c for c in df.columns if c != target):
+        v = df[col].to_numpy()
+        if col in categorical: blocks.append(one_hot(v, categorical[col])); continue
+        if v.dtype.kind not in "biuf": raise ValueError(f"{name}: column {col!r} is not numeric (dtype {v.dtype}). Declare its categories, "
+                                                        f"categorical={{{col!r}: [...]}}, or drop it.")
+        blocks.append(v.astype(float)[:, None])
+    y = df[target].to_numpy()
+    if y.dtype.kind not in "biuf":
+        if classes is None: raise ValueError(f"{name}: the target {target!r} holds text: declare its classes, classes=[...] (public schema).")
+        y = np.select([y.astype(str) == str(c) for c in classes], [float(k) for k in range(len(classes))], np.nan)
+    return cls(np.concatenate(blocks, axis=1) if blocks else np.zeros((len(df), 0)), np.asarray(y, dtype=float), name)
+Dataset.from_pandas = classmethod(_from_pandas)
