@@ -11,6 +11,7 @@ import numpy as np
 from ..core.backend import get_xp, get_backend, get_dtype, get_device, asarray, to_numpy, vnorm, make_rng, einsum
 from ..privacy.clipping import Clipped, zero_nonfinite, row_norms
 from .dataset import Dataset, normalize_rows, check_finite, load_file, load_sklearn
+from .data import add_intercept
 
 # %% auto #0
 __all__ = ['BLOCK_ELEMENTS', 'CAPABILITIES', 'PROBLEMS', 'check_points', 'Problem', 'capabilities', 'LinearModel',
@@ -135,6 +136,7 @@ def _outliers(n:int, fraction:float, rng):
 # %% ../../nbs/problems/04_problems.ipynb #45d2f711
 class RobustRegression(LinearModel):
     name, summary = "robust-regression", "min(|<a,x> - b|, 1): nonsmooth, nonconvex, L = 1"
+    fits_intercept = True   # a linear model: on a bundled dataset or a file, `get_problem` appends the intercept's feature
     def psi(self, t, y): return get_xp().minimum(get_xp().abs(t - y), 1.0)
     def dpsi(self, t, y):
         xp = get_xp(); r = t - y
@@ -172,6 +174,7 @@ def _sigmoid(t): xp = get_xp(); return 0.5 * (1 + xp.tanh(0.5 * t))
 
 class Logistic(LinearModel):
     name, summary = "logistic", "log(1 + exp(-b <a,x>)): convex, smooth, L = 1"
+    fits_intercept = True   # a linear model: on a bundled dataset or a file, `get_problem` appends the intercept's feature
     convex = smooth = True
     dpsgd_clip = 0.1   # DP-SGD's default clip, L/10 (public, fixed by the model): a fitted sample's gradient falls far below L
     def psi(self, t, y): return get_xp().logaddexp(0.0, -y * t)
@@ -191,6 +194,7 @@ class Logistic(LinearModel):
 # %% ../../nbs/problems/04_problems.ipynb #f44e10c7
 class SigmoidGLM(LinearModel):
     name, summary = "sigmoid-glm", "(sigmoid(<a,x>) - b)^2: smooth, nonconvex, L = 1/2"
+    fits_intercept = True   # a linear model: on a bundled dataset or a file, `get_problem` appends the intercept's feature
     smooth = True
     dpsgd_clip = 0.05   # DP-SGD's default clip, L/10 as for logistic: a fitted row's gradient 2(σ − b)σ'a vanishes
     def psi(self, t, y): return (_sigmoid(t) - y) ** 2
@@ -372,7 +376,14 @@ def list_problems() -> list:
     "(name, summary) for every registered problem."
     return [(name, P.summary) for name, P in PROBLEMS.items()]
 
-def _load_data(P, data, n, d, seed, outlier_fraction, **kw):
+def _load_data(P, data, n, d, seed, outlier_fraction, intercept=None, **kw):
+    "The problem's data: synthetic (centred: no intercept), a bundled dataset or a file (an intercept for a linear model), or a prepared `Dataset` as given."
+    if intercept and not getattr(P, "fits_intercept", False): raise ValueError(f"{P.name} has no intercept: drop intercept=True.")
+    ds = _raw_data(P, data, n, d, seed, outlier_fraction, **kw)
+    wanted = intercept if intercept is not None else getattr(P, "fits_intercept", False) and not isinstance(data, Dataset) and data not in (None, "synthetic")
+    return add_intercept(ds) if wanted else ds
+
+def _raw_data(P, data, n, d, seed, outlier_fraction, **kw):
     if isinstance(data, Dataset): return data                                 # prepared data (dpnotebooks.problems.data), used as given
     if data in (None, "synthetic"):
         for nm, v in (("n", n), ("d", d)):
@@ -390,13 +401,14 @@ def get_problem(name:str, # a name from `list_problems()`
                 seed:int=0, # seed of the synthetic data (not of any privacy noise)
                 data:str|Dataset|None=None, # None/'synthetic', 'breast-cancer', 'digits', a .npz/.csv path, or a prepared `Dataset`
                 outlier_fraction:float|None=None, # synthetic outliers (default 0.1; 0 for 'saddle')
+                intercept:bool|None=None, # a public constant feature (`add_intercept`); default: for a linear model on a bundled dataset or a file
                 **kwargs, # problem options, e.g. hidden=, loss= for 'relu-net'
                ) -> Problem:
     "Build a registered problem on synthetic, bundled or user data."
     if name not in PROBLEMS: raise ValueError(f"Unknown problem {name!r}. Available: {', '.join(PROBLEMS)}.")
     P = PROBLEMS[name]
     if outlier_fraction is None: outlier_fraction = 0.0 if P is Saddle else 0.1
-    ds = _load_data(P, data, n, d, seed, outlier_fraction, **kwargs)
+    ds = _load_data(P, data, n, d, seed, outlier_fraction, intercept, **kwargs)
     if P in (PhaseRetrieval, ReluNet): kwargs.setdefault("seed", seed)
     return P(ds, **kwargs)
 

@@ -38,7 +38,7 @@ def softmax_xent(Z, E):
 class Multinomial(Problem):
     "Softmax cross-entropy over k classes, f(W; (a, y)) = logsumexp(Wa) − (Wa)_y, W (k, p) flattened row-major: convex, smooth, L = √2."
     name, summary = "multinomial", "softmax cross-entropy over k classes (logistic with k > 2 classes): convex, smooth, L = √2"
-    convex = smooth = classifier = True
+    convex = smooth = classifier = fits_intercept = True
     dpsgd_clip = 0.1   # DP-SGD's default clip, as for logistic: a fitted sample's gradient (π − e_y)aᵀ falls far below L
     def __init__(self, data:Dataset, k:int=3, x0=None):
         if not isinstance(k, (int, np.integer)) or k < 2: raise ValueError(f"`k`, the number of classes, must be an integer >= 2. Found {k!r}.")
