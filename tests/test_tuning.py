@@ -93,3 +93,16 @@ def test_the_tune_record_prices_the_selection_for_add_remove(tmp_path):
                  "--epsilon", "2", "--delta", "1e-5", "--seed", "0", "--mean-runs", "3", "--out", str(out)]) == 0
     pr = json.loads(out.read_text())["privacy"]
     assert 0 < pr["epsilon_add_remove"] < pr["epsilon_spent"] <= 2 + 1e-9 and set(pr["event_fields"]) == set(Release._fields)
+
+
+def test_tune_dry_run_says_whether_tuning_pays(tmp_path, capsys):
+    "`dpnb tune --dry-run` prices the selection beside the untuned run, reads no record, writes nothing, and gives a verdict."
+    from dpnotebooks.interface.cli import main
+    out = tmp_path / "r.json"
+    args = ["tune", "dp-sgd", "--problem", "logistic", "--grid", "C=0.03,0.1,0.3", "--mean-runs", "3", "--epsilon", "1", "--delta", "1e-5",
+            "--dry-run", "--out", str(out)]
+    assert main(args + ["--data", "digits", "--test-fraction", "0.3"]) == 0
+    said = capsys.readouterr().out
+    assert "epsilon_0 = " in said and "cost more than it gains" in said and not out.exists()
+    rs = np.random.default_rng(0); np.savetxt(tmp_path / "big.csv", np.c_[rs.normal(size=(20000, 3)), rs.integers(0, 2, 20000)], delimiter=",")
+    assert main(args + ["--data", str(tmp_path / "big.csv")]) == 0 and "tuning can pay" in capsys.readouterr().out

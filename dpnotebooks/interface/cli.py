@@ -19,7 +19,7 @@ from ..engine.registry import InsufficientDataError
 from ..engine.faults import RunStopped
 from ..engine.checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 from ..planning.catalog import ALGORITHMS as REGISTRY, algorithm_knobs, list_algorithms
-from ..planning.request import RunRequest, run_request, run_tune, dry_run, jsonable, parse_categorical
+from ..planning.request import RunRequest, run_request, run_tune, dry_run, tune_dry_run, jsonable, parse_categorical
 from ..algorithms.dpsgd import MLP
 from ..experiments.demo import DEMO, run_demo, format_demo, plot_demo
 from ..planning.tuning import DISTRIBUTIONS, SCORES
@@ -265,12 +265,12 @@ def _grid(specs) -> dict:
 # %% ../../nbs/interface/50_cli.ipynb #ab3fba1b
 def cmd_tune(args) -> int:
     "`dpnb tune`: print the selection's summary, write its JSON record."
-    req = RunRequest(args.algorithm, args.problem, epsilon=args.epsilon, delta=args.delta, seed=args.seed, data=args.data, test=args.test,
-                     test_fraction=args.test_fraction, split_seed=args.split_seed, scale=args.scale, scale_with=args.scale_with,
-                     classes=args.classes, nonprivate_diagnostics=args.nonprivate_diagnostics, overrides=_parse_overrides(args.set),
-                     hidden=args.hidden, intercept=not args.no_intercept, target=args.target,
-                     categorical=parse_categorical(args.categorical))
-    r = run_tune(req, _grid(args.grid), args.mean_runs, args.distribution, args.validation_fraction, args.score)
+    named = ("epsilon", "delta", "seed", "data", "test", "test_fraction", "split_seed", "scale", "scale_with", "classes", "nonprivate_diagnostics", "hidden", "target")
+    req = RunRequest(args.algorithm, args.problem, **{k: getattr(args, k) for k in named}, overrides=_parse_overrides(args.set),
+                     intercept=not args.no_intercept, categorical=parse_categorical(args.categorical))
+    how = (_grid(args.grid), args.mean_runs, args.distribution, args.validation_fraction, args.score)
+    if args.dry_run: print(tune_dry_run(req, *how)); return 0
+    r = run_tune(req, *how)
     ev = r.get("evaluation", {})
     print(f"dpnb tune {r['algorithm']} on {r['problem']}: chose {r['hyperparameters']} (noisy validation {r['score']['kind']} "
           f"{r['score']['noisy_value']}); epsilon spent {r['privacy']['epsilon_spent']:.4g} of {r['privacy']['epsilon']:g} at delta "
@@ -296,6 +296,7 @@ def _add_tune(sub):
     t.add_argument("--seed", type=int, default=None, help="seed: reproducible selection (default: OS entropy)")
     t.add_argument("--nonprivate-diagnostics", action="store_true", help="also report K and every run's noisy score (NOT private)")
     t.add_argument("--out", default=None, help="write the JSON record here")
+    t.add_argument("--dry-run", action="store_true", help="price the selection beside the untuned run and say whether tuning is expected to pay; run nothing")
     t.set_defaults(func=cmd_tune)
 
 # %% ../../nbs/interface/50_cli.ipynb #82ecb5f9

@@ -23,7 +23,8 @@ from ..engine.registry import record_dict
 from .catalog import ALGORITHMS
 from .minimize import minimize, check_request, plan_run, planned_ledger
 from .cost import estimate_work, format_work, check_time, shaped, TooSlowError
-from .tuning import tune, accuracy
+import math
+from .tuning import tune, accuracy, plan_tuning
 from ..algorithms.dpsgd import MLP
 from ..problems.multinomial import Multinomial
 from ..algorithms.softmax_mlp import SoftmaxMLP
@@ -31,8 +32,9 @@ from dataclasses import replace
 from ..problems.base import capabilities
 
 # %% auto #0
-__all__ = ['RunRequest', 'jsonable', 'evaluate', 'evaluation_block', 'load_loss', 'run_data', 'user_data', 'run_request',
-           'run_algorithm', 'run_inputs', 'dry_run', 'run_tune']
+__all__ = ['TUNING_NOISE_LIMIT', 'SCORE_NOISE_LIMIT', 'RunRequest', 'jsonable', 'evaluate', 'evaluation_block', 'load_loss',
+           'run_data', 'user_data', 'run_request', 'run_algorithm', 'run_inputs', 'dry_run', 'run_tune',
+           'noise_to_clip', 'tune_dry_run']
 
 # %% ../../nbs/planning/36_run_request.ipynb #2e047aeb
 @dataclass(frozen=True)
@@ -463,3 +465,40 @@ def run_tune(req:RunRequest, # the data, the budget, the seed and the fixed over
         r["evaluation"] = dict(data=what, n=len(held.data), accuracy_out=accuracy(p, res.x, held.data), note="held-out data are not private")
     if req.nonprivate_diagnostics: r["nonprivate"] = dict(res.nonprivate, note="NOT private: K and every run's noisy score")
     return jsonable(r)
+
+# %% ../../nbs/planning/36_run_request.ipynb #64a53659
+TUNING_NOISE_LIMIT = 0.3   # DP-SGD's noise-to-clip ratio √d·σ/(B·C) above which a tuned candidate measurably lost to the untuned defaults
+SCORE_NOISE_LIMIT = 0.02   # a validation accuracy noisier than this (sd) cannot tell apart grid points a few points apart
+
+def noise_to_clip(plan) -> float|None:
+    "DP-SGD's √d·σ̄/C, σ̄ the noise std per coordinate of a step's batch mean (Poisson: σ/B; shuffle: σ), or None for another algorithm."
+    P = plan.params
+    if not all(hasattr(P, k) for k in ("sigma", "batch", "C", "sampling")): return None
+    return math.sqrt(plan.d) * (P.sigma / P.batch if P.sampling == "poisson" else P.sigma) / P.C
+
+def _tuning_verdict(r0:float|None, sd:float, score:str) -> str:
+    if r0 is not None and r0 > TUNING_NOISE_LIMIT:
+        return (f"verdict: tuning is expected to cost more than it gains here: each candidate's noise-to-clip ratio {r0:.2f} is above "
+                f"{TUNING_NOISE_LIMIT:g}, where tuned runs lost to the defaults. Run the defaults (`dpnb run`), or tune with more data or a larger epsilon.")
+    if score == "accuracy" and sd > SCORE_NOISE_LIMIT:
+        return (f"verdict: the noisy validation accuracy (sd {sd:.3f}) cannot tell apart grid points closer than about {2 * sd:.2f}: "
+                "tuning is unlikely to pay unless the grid's accuracies differ by more. Run the defaults, or use more data.")
+    return "verdict: each candidate runs with little noise here: tuning can pay if the grid holds a better point than the defaults."
+
+# %% ../../nbs/planning/36_run_request.ipynb #ad9d5b41
+def tune_dry_run(req:RunRequest, grid:dict, mean_runs:float=10.0, distribution:str="truncated-negative-binomial",
+                 validation_fraction:float=0.2, score:str="accuracy") -> str:
+    "The selection's price beside the untuned run's, and whether tuning is expected to pay: what `dpnb tune --dry-run` prints (no record is read)."
+    algorithm, epsilon, delta = req.algorithm, req.epsilon, req.delta
+    check_request(algorithm, epsilon, delta, None, None, **req.overrides)
+    p = _shape_problem(replace(req, n=None, d=None))
+    if req.test_fraction is not None: p = shaped(p, len(p.data) - int(round(len(p.data) * req.test_fraction)))   # the training side of the split
+    tp = plan_tuning(p, algorithm, grid, epsilon, delta, mean_runs, distribution, validation_fraction=validation_fraction, score=score, **req.overrides)
+    base = plan_run(p, algorithm, epsilon, delta, accountant="rdp", **req.overrides)
+    cand = plan_run(shaped(p, tp.n_train), algorithm, tp.epsilon_run, delta, accountant="rdp", **req.overrides)
+    r, r0 = noise_to_clip(base), noise_to_clip(cand)
+    ratio = "" if r is None else f"; noise-to-clip ratio {r:.3f} untuned, {r0:.3f} per candidate (its defaults)"
+    return "\n".join([f"dpnb tune {algorithm} --dry-run: {len(tp.points)} grid point(s), E[K] = {mean_runs:g} runs ({distribution}), n = {len(p.data)}, d = {p.dim}",
+                      f"selection: epsilon {tp.ledger.spent(delta):.4g} of {epsilon:g} at delta {delta:g} ({NEIGHBOURING}); each run epsilon_0 = {tp.epsilon_run:.4g} "
+                      f"on {tp.n_train} records, scored on {tp.n_val} with noise sd {tp.sigma_score:.4g}",
+                      f"untuned (`dpnb run`): epsilon {epsilon:g} on {len(p.data)} records{ratio}", _tuning_verdict(r0, tp.sigma_score, score)])
