@@ -42,3 +42,15 @@ def test_held_out_disjoint_from_training(name):
     X, _, center, scale = _raw(name); sc = public_scaler(center, scale)
     for side, rows in ((t.train, t.train_rows), (t.test, t.test_rows)):
         np.testing.assert_allclose(to_numpy(sc(Dataset(X[rows], np.zeros(len(rows)))).A), to_numpy(side.A), rtol=0, atol=1e-12)
+
+
+def test_the_reference_series_and_the_new_tasks():
+    "`reference=True` adds DP-SGD in `REFERENCE` and its grid on each model, and their targets; digits-10 is softmax, tabular one-hot."
+    from dpnotebooks.experiments.utility import reference_config, reference_methods, REFERENCE, utility_task, utility_problem
+    assert reference_config("reference") == REFERENCE and reference_config("reference:lr=2,C=0.1,epochs=30")["epochs"] == 30
+    assert type(utility_problem("digits-10")).__name__ == "Multinomial" and utility_task("tabular").train.p == 9
+    res = utility_experiment(["tabular"], [1.0], algorithms=["dp-sgd"], seeds=1, mlp=False, tuned=False, reference=True, progress=False)
+    assert len(res["points"]) == 1 + len(reference_methods())
+    (t,) = res["reference"]["targets"]
+    assert t["model"] == "logistic" and t["reference_best"] >= t["reference"] and t["beats_reference"] == (t["defaults"] >= t["reference"])
+    assert all(r["epsilon_spent"] <= 1.0 + 1e-9 for p in res["points"] for r in p["runs"] if r is not None)

@@ -1,4 +1,4 @@
-"""Held-out accuracy against ε on breast-cancer, digits and wine for every private algorithm that applies (recipe defaults and privately tuned DP-SGD), beside a non-private reference.
+"""Held-out accuracy against ε on bundled and made-up tasks for every private algorithm that applies (recipe defaults and privately tuned DP-SGD), beside a DP-SGD reference and a non-private fit.
 
 Docs: https://dpnotebooks.github.io/dpnotebooks/experiments/utility.html.md"""
 
@@ -11,7 +11,10 @@ from typing import NamedTuple
 import numpy as np
 from ..core.backend import to_numpy
 from ..problems.base import Logistic
-from ..problems.dataset import Dataset, BREAST_CANCER_MEAN, BREAST_CANCER_STD, optional_import
+from ..problems.dataset import Dataset, BREAST_CANCER_MEAN, BREAST_CANCER_STD, optional_import, one_hot
+from ..problems.multinomial import Multinomial
+from ..algorithms.softmax_mlp import SoftmaxMLP
+from ..algorithms.dpsgd import MLP
 from ..problems.data import code_labels, train_test_split, public_scaler
 from ..planning.minimize import minimize
 from ..engine.registry import InsufficientDataError
@@ -19,9 +22,11 @@ from ..planning.tuning import tune, accuracy
 from .sample_complexity import experiment_executor, RunStore
 
 # %% auto #0
-__all__ = ['WINE_MEAN', 'WINE_SD', 'UTILITY_DATASETS', 'UTILITY_EPSILONS', 'UTILITY_ALGORITHMS', 'TUNING_GRID', 'MODELS',
-           'UtilityTask', 'utility_task', 'mlp_problem', 'utility_problem', 'score_utility_run', 'nonprivate_reference',
-           'utility_experiment', 'format_utility', 'plot_utility']
+__all__ = ['WINE_MEAN', 'WINE_SD', 'UTILITY_DATASETS', 'MORE_DATASETS', 'ALL_DATASETS', 'UTILITY_CLASSES', 'TABULAR_CATEGORIES',
+           'UTILITY_EPSILONS', 'UTILITY_ALGORITHMS', 'TUNING_GRID', 'MODELS', 'REFERENCE', 'REFERENCE_GRID',
+           'tabular_data', 'UtilityTask', 'utility_task', 'mlp_problem', 'utility_problem', 'reference_methods',
+           'reference_config', 'score_utility_run', 'nonprivate_reference', 'utility_experiment', 'format_utility',
+           'plot_utility']
 
 # %% ../../nbs/experiments/63_utility.ipynb #f8bac7ef
 # Wine's per-feature mean and SD as printed in the dataset's documentation ("Summary Statistics" of the UCI wine data,
@@ -33,12 +38,29 @@ UTILITY_DATASETS = {"breast-cancer": "benign vs malignant (569 x 30), the issue'
                     "digits": "digits 5-9 vs 0-4 (1797 x 64 pixels in [0, 16])",
                     "wine": "cultivar 0 vs the other two (178 x 13), the smallest n"}
 
+MORE_DATASETS = {"digits-10": "the ten digits (1797 x 64): softmax over 10 classes",
+                 "tabular": "a made-up table (4000 x age, income, city, plan): two categorical columns, one-hot by their public categories"}
+ALL_DATASETS = {**UTILITY_DATASETS, **MORE_DATASETS}      # UTILITY_DATASETS run by default; the others when named
+UTILITY_CLASSES = {"digits-10": 10}                      # the number of classes (public); 2 for the others
+TABULAR_CATEGORIES = {"city": ["lyon", "oslo", "lima"], "plan": ["free", "basic", "pro", "team"]}
+
+def tabular_data(n:int=4000, seed:int=2026) -> tuple:
+    "(features with the categories one-hot, 0/1 labels, public centre, public scale): a made-up table from a public generator."
+    rs = np.random.default_rng(seed); age, income = rs.normal(40, 12, n), rs.lognormal(3.5, 0.5, n)
+    city, plan = rs.integers(0, 3, n), rs.integers(0, 4, n)
+    z = 0.04 * (age - 40) + 0.02 * (income - 35) + np.array([-1.0, 0.2, 1.0])[city] + np.array([-1.2, -0.3, 0.5, 1.2])[plan]
+    t = rs.uniform(size=n) < 1 / (1 + np.exp(-2 * z))
+    cats = [one_hot(np.asarray(v)[i], v) for v, i in ((TABULAR_CATEGORIES["city"], city), (TABULAR_CATEGORIES["plan"], plan))]
+    return np.concatenate([np.c_[age, income], *cats], axis=1), t, np.r_[40.0, 35.0, np.zeros(7)], np.r_[12.0, 20.0, np.ones(7)]
+
 def _raw(name:str) -> tuple:
-    "(features, 0/1 labels, public centre, public scale) of a bundled task."
-    if name not in UTILITY_DATASETS: raise ValueError(f"Unknown dataset {name!r}. Available: {', '.join(UTILITY_DATASETS)}.")
+    "(features, class labels 0..k−1, public centre, public scale) of a task."
+    if name not in ALL_DATASETS: raise ValueError(f"Unknown dataset {name!r}. Available: {', '.join(ALL_DATASETS)}.")
+    if name == "tabular": return tabular_data()
     skd = optional_import("sklearn.datasets", f"the {name!r} dataset", "datasets", "scikit-learn")
     if name == "breast-cancer": X, t = skd.load_breast_cancer(return_X_y=True); return X, t, BREAST_CANCER_MEAN, BREAST_CANCER_STD
     if name == "digits": X, t = skd.load_digits(return_X_y=True); return X, t >= 5, 0.0, 16.0
+    if name == "digits-10": X, t = skd.load_digits(return_X_y=True); return X, t, 0.0, 16.0
     X, t = skd.load_wine(return_X_y=True); return X, t == 0, WINE_MEAN, WINE_SD
 
 # %% ../../nbs/experiments/63_utility.ipynb #08f0246f
@@ -56,7 +78,8 @@ def utility_task(name:str, # a key of `UTILITY_DATASETS`
                 ) -> UtilityTask:
     "Labels coded ±1 for `logistic`, a 70/30 split on a public seed, each side scaled by a `public_scaler`."
     X, t, center, scale = _raw(name)
-    data, _ = code_labels(Dataset.from_arrays(X, np.asarray(t, float), name), "logistic", classes=[0.0, 1.0], say=False)
+    k = UTILITY_CLASSES.get(name, 2)                     # two classes: ±1 for `logistic`; k > 2: class indices for softmax
+    data, _ = code_labels(Dataset.from_arrays(X, np.asarray(t, float), name), "logistic", classes=[float(c) for c in range(k)], say=False)
     train, test = train_test_split(data, 0.3, seed=split_seed)
     idx = Dataset(np.arange(len(t), dtype=float)[:, None], np.zeros(len(t)), "rows")
     tr_rows, te_rows = (np.asarray(s.A[:, 0], dtype=int) for s in train_test_split(idx, 0.3, seed=split_seed))
@@ -69,28 +92,33 @@ UTILITY_ALGORITHMS = ("dp-sgd", "abggmu-spider", "abggmu-tree-spider", "abggmu-c
                       "klt-first-order", "klt-single-pass", "ztc", "ztc-naive")
 TUNING_GRID = {"C": [0.03, 0.1, 0.3], "epochs": [10, 30]}   # DP-SGD's clip (the default step follows: η ∝ 1/C) × passes
 MODELS = ("logistic", "mlp")
+REFERENCE = dict(C=1.0, lr=0.1, batch_size=64, epochs=10, sampling="poisson")   # Opacus' MNIST example: max_grad_norm 1, lr 0.1, batch 64, 10 epochs
+REFERENCE_GRID = {"lr": [0.1, 0.5, 2.0], "C": [0.1, 1.0], "epochs": [10, 30]}      # the reference's configurations, best picked on the test split
 
 def mlp_problem(train:Dataset, hidden:int=32):
-    "The MLP p-hidden-1 (ReLU, biases, logistic loss on 0/1 targets) on `train` via `from_jax`; init from the public key 0."
-    jax = optional_import("jax", "the utility experiment's MLP", "jax"); jnp = jax.numpy
-    from dpnotebooks.problems.losses import from_jax
-    jax.config.update("jax_enable_x64", True)
-    d = train.p; k1, k2 = jax.random.split(jax.random.PRNGKey(0))
-    params = dict(W1=jax.random.normal(k1, (d, hidden)) * jnp.sqrt(2 / d), b1=jnp.zeros(hidden), w2=jax.random.normal(k2, (hidden,)) / jnp.sqrt(hidden), b2=0.0)
-    logit = lambda q, a: jnp.maximum(a @ q["W1"] + q["b1"], 0) @ q["w2"] + q["b2"]
-    bce = lambda q, a, t: jnp.logaddexp(0.0, logit(q, a)) - t * logit(q, a)
-    t01, _ = code_labels(train, "sigmoid-glm", say=False)
-    return from_jax(bce, params, (to_numpy(train.A), to_numpy(t01.y)), L=1.0, predict=logit)
+    "The MLP p-hidden-1 of `13_dpsgd` (ReLU, biases, logistic loss on the ±1 labels; He init from the public seed 0): DP-SGD's fused clipping."
+    return MLP(train, hidden=hidden, seed=0)
 
 @functools.lru_cache(maxsize=8)
 def utility_problem(name:str, model:str="logistic", split_seed:int=0):
-    "The training problem of a task: `logistic` on its training split, or the MLP."
-    task = utility_task(name, split_seed)
-    if model == "logistic": return Logistic(task.train)
-    if model == "mlp": return mlp_problem(task.train)
+    "The training problem of a task: `logistic` (softmax for k > 2 classes) on its training split, or the MLP (`SoftmaxMLP` for k > 2)."
+    task, k = utility_task(name, split_seed), UTILITY_CLASSES.get(name, 2)
+    if model == "logistic": return Logistic(task.train) if k == 2 else Multinomial(task.train, k)
+    if model == "mlp": return mlp_problem(task.train) if k == 2 else SoftmaxMLP(task.train, k, hidden=32, seed=0)
     raise ValueError(f"Unknown model {model!r}. Available: {', '.join(MODELS)}.")
 
 # %% ../../nbs/experiments/63_utility.ipynb #1603ee21
+def reference_methods() -> list:
+    "'reference' (DP-SGD with `REFERENCE`) and one 'reference:lr=..,C=..,epochs=..' per point of `REFERENCE_GRID`."
+    import itertools
+    keys = list(REFERENCE_GRID)
+    return ["reference"] + ["reference:" + ",".join(f"{k}={v:g}" for k, v in zip(keys, vals)) for vals in itertools.product(*REFERENCE_GRID.values())]
+
+def reference_config(method:str) -> dict:
+    "The overrides of a reference method: `REFERENCE`, with a grid point's values."
+    extra = dict(kv.split("=") for kv in method.partition(":")[2].split(",") if kv)
+    return {**REFERENCE, **{k: (int(float(v)) if k == "epochs" else float(v)) for k, v in extra.items()}}
+
 def _settings(method:str, problem) -> dict:
     return dict(rank=int(problem.data.p)) if method == "abggmu-glm" else {}   # public: a bound on the rank is the feature count
 
@@ -107,6 +135,8 @@ def score_utility_run(dataset:str, model:str, method:str, # task, 'logistic'|'ml
             if method == "dp-sgd-tuned":
                 r = tune(prob, "dp-sgd", dict(grid or TUNING_GRID), epsilon, delta, mean_runs=mean_runs, seed=seed)
                 x, hyper = r.x, {k: (float(v) if isinstance(v, float) else int(v)) for k, v in r.hyperparameters.items()}
+            elif method.startswith("reference"):
+                r = minimize(prob, "dp-sgd", epsilon=epsilon, delta=delta, seed=seed, **reference_config(method)); x, hyper = r.x, None
             else: r = minimize(prob, method, epsilon=epsilon, delta=delta, seed=seed, **_settings(method, prob)); x, hyper = r.x, None
         except InsufficientDataError: return None
     return dict(accuracy=accuracy(prob, x, task.test), epsilon_spent=float(r.epsilon_spent), seconds=time.perf_counter() - t0, hyperparameters=hyper)
@@ -122,19 +152,19 @@ def nonprivate_reference(dataset:str, split_seed:int=0) -> float:
 # %% ../../nbs/experiments/63_utility.ipynb #6b0c5a2b
 def _check_utility(datasets, epsilons, algorithms, seeds, delta, mlp:bool=False):
     from dpnotebooks.planning.catalog import ALGORITHMS
-    bad = [d for d in datasets if d not in UTILITY_DATASETS]
-    if bad or not datasets: raise ValueError(f"Unknown or no datasets {bad}. Available: {', '.join(UTILITY_DATASETS)}.")
+    bad = [d for d in datasets if d not in ALL_DATASETS]
+    if bad or not datasets: raise ValueError(f"Unknown or no datasets {bad}. Available: {', '.join(ALL_DATASETS)}.")
     bad = [a for a in algorithms if a not in ALGORITHMS]
     if bad: raise ValueError(f"Unknown algorithm(s) {bad}. Available: {', '.join(ALGORITHMS)}.")
     if not epsilons or not all(e > 0 for e in epsilons): raise ValueError(f"`epsilons` must be positive numbers. Found {list(epsilons)}.")
     if not 0 < delta < 1: raise ValueError(f"`delta` must be in (0, 1). Found {delta!r}.")
     if int(seeds) < 1: raise ValueError(f"Give at least one seed. Found {seeds!r}.")
     optional_import("sklearn", "the utility experiment (its datasets and non-private reference)", "experiments", "scikit-learn")   # before any run
-    if mlp: optional_import("jax", "the utility experiment's MLP (leave it out with --no-mlp, mlp=False)", "experiments")
 
-def _series(algorithms, mlp:bool, tuned:bool) -> list:
-    "(model, method) pairs, in plotting order."
-    return [("logistic", a) for a in algorithms] + ([("logistic", "dp-sgd-tuned")] if tuned else []) + ([("mlp", "dp-sgd")] if mlp else [])
+def _series(algorithms, mlp:bool, tuned:bool, reference:bool=False) -> list:
+    "(model, method) pairs, in plotting order; with `reference`, DP-SGD's reference configuration and its grid on each model."
+    out = [("logistic", a) for a in algorithms] + ([("logistic", "dp-sgd-tuned")] if tuned else []) + ([("mlp", "dp-sgd")] if mlp else [])
+    return out + ([(m, r) for m in (("logistic", "mlp") if mlp else ("logistic",)) for r in reference_methods()] if reference else [])
 
 def series_label(model:str, method:str) -> str: return method if model == "logistic" else f"{method} ({model})"
 
@@ -166,7 +196,8 @@ def _utility_point(dataset, model, method, epsilon, runs) -> dict:
 
 # %% ../../nbs/experiments/63_utility.ipynb #92111def
 def _best(points, dataset, eps):
-    ok = [p for p in points if p["dataset"] == dataset and p["epsilon"] == eps and p["accuracy"] is not None]
+    "The best private series by mean accuracy (the reference's configurations, picked on the test split, are not candidates)."
+    ok = [p for p in points if p["dataset"] == dataset and p["epsilon"] == eps and p["accuracy"] is not None and not p["method"].startswith("reference")]
     return max(ok, key=lambda p: p["accuracy"], default=None)
 
 def _targets(points, epsilons) -> dict|None:
@@ -182,32 +213,48 @@ def _targets(points, epsilons) -> dict|None:
     out["dpsgd_defaults_within_2_points_of_tuned"] = dict(gaps={f"{e:g}": g for e, g in gap}, met=(all(g <= 0.02 for _, g in gap) if gap else None))
     return out
 
+def reference_targets(points, epsilons) -> list:
+    "Per (dataset, model, ε): DP-SGD's defaults against the reference's configuration (target: at least it) and its test-selected best (target at ε ≥ 1: within one SE)."
+    at = {(p["dataset"], p["model"], p["method"], p["epsilon"]): p for p in points if p["accuracy"] is not None}
+    out = []
+    for (ds, m, meth, e), ours in sorted(at.items()):
+        if meth != "dp-sgd" or (ds, m, "reference", e) not in at: continue
+        ref = at[ds, m, "reference", e]
+        best = max((p for k, p in at.items() if k[:2] == (ds, m) and k[3] == e and k[2].startswith("reference")), key=lambda p: p["accuracy"])
+        se = max(ours["accuracy_se"], best["accuracy_se"])
+        out.append(dict(dataset=ds, model=m, epsilon=e, defaults=ours["accuracy"], defaults_se=ours["accuracy_se"], reference=ref["accuracy"],
+                        reference_best=best["accuracy"], reference_best_config=best["method"].partition(":")[2] or "reference", se=se,
+                        beats_reference=ours["accuracy"] >= ref["accuracy"], within_se_of_best=None if e < 1 else ours["accuracy"] >= best["accuracy"] - se))
+    return out
+
 # %% ../../nbs/experiments/63_utility.ipynb #fdcb20e2
 def utility_experiment(datasets=tuple(UTILITY_DATASETS), # keys of `UTILITY_DATASETS`
                        epsilons=UTILITY_EPSILONS, delta:float=1e-5, # the total budgets (tuning included) and δ
                        algorithms=UTILITY_ALGORITHMS, # algorithms run with their defaults on `logistic`
                        seeds:int=3, base_seed:int=0, # noise seeds base_seed, …, base_seed + seeds − 1 (same split)
-                       mlp:bool=True, # also DP-SGD on the MLP d-32-1 (needs jax)
+                       mlp:bool=True, # also DP-SGD on the MLP d-32-1
                        tuned:bool=True, # also `dp-sgd-tuned` on `logistic`
+                       reference:bool=False, # also DP-SGD's reference configuration (`REFERENCE`) and its grid, on each model
                        grid:dict|None=None, mean_runs:float=3.0, # the tuned series' grid (default `TUNING_GRID`) and E[K]
                        split_seed:int=0, # public seed of the 70/30 split
                        jobs:int=1, scheduler:str|None=None, cache_path=None, progress:bool=True, # as for the other experiments
                       ) -> dict:
     "Held-out accuracy against ε for each (dataset, model, method), with the non-private reference and the issue's targets."
     datasets, epsilons, algorithms, grid = list(datasets), [float(e) for e in epsilons], list(algorithms), dict(grid or TUNING_GRID)
-    _check_utility(datasets, epsilons, algorithms, seeds, delta, mlp)
-    series, seed_list = _series(algorithms, mlp, tuned), list(range(int(base_seed), int(base_seed) + int(seeds)))
+    _check_utility(datasets, epsilons, algorithms, seeds, delta)
+    series, seed_list = _series(algorithms, mlp, tuned, reference), list(range(int(base_seed), int(base_seed) + int(seeds)))
     jobs_list = [(ds, m, a, e, s) for ds in datasets for m, a in series for e in epsilons for s in seed_list]
     runs, resumed = _utility_runs(jobs_list, delta, split_seed, grid, mean_runs, jobs, scheduler, cache_path, progress)
     points = [_utility_point(ds, m, a, e, [runs[ds, m, a, e, s] for s in seed_list]) for ds in datasets for m, a in series for e in epsilons]
-    info = {ds: dict(description=UTILITY_DATASETS[ds], n_train=len(utility_task(ds, split_seed).train), n_test=len(utility_task(ds, split_seed).test),
+    info = {ds: dict(description=ALL_DATASETS[ds], n_train=len(utility_task(ds, split_seed).train), n_test=len(utility_task(ds, split_seed).test),
                      p=utility_task(ds, split_seed).train.p, reference=nonprivate_reference(ds, split_seed)) for ds in datasets}
     best = [dict(dataset=ds, epsilon=e, series=b["series"], accuracy=b["accuracy"]) for ds in datasets for e in epsilons if (b := _best(points, ds, e))]
     return dict(config=dict(datasets=datasets, epsilons=epsilons, delta=float(delta), algorithms=algorithms, series=[series_label(*s) for s in series],
                             seeds=int(seeds), base_seed=int(base_seed), split_seed=int(split_seed), test_fraction=0.3, tuning_grid=grid,
                             mean_runs=float(mean_runs), reference="sklearn LogisticRegression (defaults), same split; NOT private",
                             evaluation="held-out test split: NOT private"),
-                datasets=info, points=points, best=best, targets=_targets(points, epsilons), resumed_runs=resumed)
+                datasets=info, points=points, best=best, targets=_targets(points, epsilons), resumed_runs=resumed,
+                **(dict(reference=dict(config=REFERENCE, grid=REFERENCE_GRID, targets=reference_targets(points, epsilons))) if reference else {}))
 
 # %% ../../nbs/experiments/63_utility.ipynb #8b40259e
 def _cell(p) -> str: return "refused" if p["accuracy"] is None else f"{p['accuracy']:.3f}±{p['accuracy_se']:.3f}"
@@ -232,12 +279,21 @@ def format_utility(result:dict) -> str:
         info = result["datasets"][ds]
         lines += ["", f"{ds}: {info['description']}; n_train = {info['n_train']}, n_test = {info['n_test']}, p = {info['p']}",
                   f"{'series':22}" + "".join(f"{'eps=' + format(e, 'g'):>19}" for e in eps)]
-        for s in c["series"]:
+        for s in (s for s in c["series"] if not s.startswith("reference:")):
             row = {p["epsilon"]: p for p in result["points"] if p["dataset"] == ds and p["series"] == s}
             lines.append(f"{s:22}" + "".join(f"{_cell(row[e]):>19}" for e in eps))
         lines.append(f"{'non-private reference':22}{info['reference']:>19.3f}  (sklearn LogisticRegression, defaults)")
         lines.append(f"{'best private':22}" + "".join(f"{b['series'][:18]:>19}" for b in result["best"] if b["dataset"] == ds))
-    return "\n".join(lines + (_target_lines(result["targets"]) if result.get("targets") else []))
+    return "\n".join(lines + (_target_lines(result["targets"]) if result.get("targets") else []) + _reference_lines(result))
+
+def _reference_lines(result:dict) -> list:
+    if "reference" not in result: return []
+    lines = ["", f"DP-SGD defaults against the reference ({result['reference']['config']}) and its test-selected best over {result['reference']['grid']}:"]
+    yes = lambda m: "n/a" if m is None else ("yes" if m else "NO")
+    for t in result["reference"]["targets"]:
+        lines.append(f"  {t['dataset']:13} {t['model']:8} eps={t['epsilon']:<4g} defaults {t['defaults']:.3f}±{t['defaults_se']:.3f}  reference {t['reference']:.3f} "
+                     f"(>= {yes(t['beats_reference'])})  best {t['reference_best']:.3f} [{t['reference_best_config']}] (within 1 SE: {yes(t['within_se_of_best'])})")
+    return lines
 
 # %% ../../nbs/experiments/63_utility.ipynb #d88a46e7
 def plot_utility(result:dict, # the output of `utility_experiment` (or its JSON)
@@ -252,7 +308,7 @@ def plot_utility(result:dict, # the output of `utility_experiment` (or its JSON)
     fig, axes = plt.subplots(1, len(dss), figsize=(1.5 + 4.6 * len(dss), 4.6), squeeze=False); axes = axes[0]
     cmap = plt.get_cmap("tab20"); style = {s: (cmap(i % 20), "o-" if "dp-sgd" in s else ".--") for i, s in enumerate(c["series"])}
     for ax, ds in zip(axes, dss):
-        for s in c["series"]:
+        for s in (s for s in c["series"] if not s.startswith("reference:")):
             pts = [p for p in result["points"] if p["dataset"] == ds and p["series"] == s and p["accuracy"] is not None]
             if pts: ax.errorbar([p["epsilon"] for p in pts], [p["accuracy"] for p in pts], yerr=[p["accuracy_se"] for p in pts],
                                 fmt=style[s][1], color=style[s][0], capsize=2, lw=1.6 if "dp-sgd" in s else 1, label=s)

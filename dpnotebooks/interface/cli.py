@@ -19,10 +19,10 @@ from ..engine.registry import InsufficientDataError
 from ..engine.faults import RunStopped
 from ..engine.checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 from ..planning.catalog import ALGORITHMS as REGISTRY, algorithm_knobs, list_algorithms
-from ..planning.request import RunRequest, run_request, run_tune, dry_run, tune_dry_run, jsonable, parse_categorical
+from ..planning.request import RunRequest, run_request, dry_run, jsonable, parse_categorical
+from ..planning.tune_request import run_tune, tune_dry_run, DISTRIBUTIONS, SCORES
 from ..algorithms.dpsgd import MLP
 from ..experiments.demo import DEMO, run_demo, format_demo, plot_demo
-from ..planning.tuning import DISTRIBUTIONS, SCORES
 from ..audits.table import AUDITS
 from ..audits.one_run_audit import run_one_run_audit, ONE_RUN_AUDITS
 
@@ -164,7 +164,7 @@ EXPERIMENTS = {
                            dict(epsilons=[1.0], alpha=0.1, delta=1e-5, seeds=5, d=10, ns=[2000, 4000, 8000, 16000, 32000])),
     "sosp-escape": ("LT: lt-sosp from next to a strict saddle, second-order points and samples against epsilon, with controls",
                     dict(epsilons=[0.5, 1.0, 2.0, 4.0], alpha=0.2, delta=1e-6, seeds=5, d=4)),
-    "utility": ("held-out accuracy against epsilon on breast-cancer, digits and wine: every applicable algorithm, tuned DP-SGD, an MLP, a non-private reference",
+    "utility": ("held-out accuracy against epsilon on breast-cancer, digits and wine (also digits-10, tabular): every applicable algorithm, tuned DP-SGD, an MLP, a DP-SGD reference (--reference), a non-private fit",
                 dict(epsilons=[0.5, 1.0, 2.0, 4.0, 8.0], delta=1e-5, seeds=3)),
     "generalization": ("KLT Prop. 5.1: empirical vs population Goldstein norms of klt-multi-pass's output against n and d, beside the bound",
                        dict(epsilons=[8.0], alpha=0.02, delta=1e-5, seeds=3, ns=[250, 500, 1000, 2000, 4000], ds=[4, 16])),
@@ -194,7 +194,7 @@ def _run_experiment(args, base:int, grid:dict) -> tuple:
     elif args.name == "utility":
         from dpnotebooks.experiments.utility import utility_experiment, format_utility as fmt, plot_utility as plot, UTILITY_ALGORITHMS, UTILITY_DATASETS
         res = utility_experiment(datasets=args.datasets or list(UTILITY_DATASETS), epsilons=args.epsilons, delta=args.delta,
-                                 algorithms=args.algorithms or list(UTILITY_ALGORITHMS), seeds=args.seeds, base_seed=base, mlp=not args.no_mlp, tuned=not args.no_tuned,
+                                 algorithms=args.algorithms or list(UTILITY_ALGORITHMS), seeds=args.seeds, base_seed=base, mlp=not args.no_mlp, tuned=not args.no_tuned, reference=args.reference,
                                  progress=not args.quiet, **grid)
     elif args.name == "generalization":
         from dpnotebooks.experiments.generalization import generalization_experiment, format_generalization as fmt, plot_generalization as plot
@@ -434,8 +434,9 @@ def _add_experiment(sub):
                    help="training-set sizes, comma-separated: stationarity-rates (default 2000,4000,8000,16000,32000), generalization (default 250,500,1000,2000,4000)")
     x.add_argument("--d", type=_positive_int, default=None, help="stationarity-rates: dimension (default 10); sosp-escape (default 4)")
     x.add_argument("--epsilon", type=float, default=1.0, help="stationarity-rates: target epsilon (default 1)")
-    x.add_argument("--datasets", type=_list_of(str, "--datasets"), default=None, help="utility: datasets, comma-separated (default breast-cancer,digits,wine)")
-    x.add_argument("--no-mlp", action="store_true", help="utility: leave out DP-SGD on the MLP (which needs jax)")
+    x.add_argument("--datasets", type=_list_of(str, "--datasets"), default=None, help="utility: datasets, comma-separated (default breast-cancer,digits,wine; also digits-10, tabular)")
+    x.add_argument("--no-mlp", action="store_true", help="utility: leave out DP-SGD on the MLP")
+    x.add_argument("--reference", action="store_true", help="utility: also DP-SGD in a reference configuration (Opacus' MNIST example) and its grid, best picked on the test split")
     x.add_argument("--no-tuned", action="store_true", help="utility: leave out privately tuned DP-SGD")
     x.add_argument("--out", default=None, help="folder for NAME.json, NAME.csv, NAME.png and NAME.svg (default dpnb-NAME)")
     x.add_argument("--quiet", action="store_true", help="no progress lines")
