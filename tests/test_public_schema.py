@@ -66,3 +66,15 @@ def test_k_declared_classes_neighbouring_files_give_the_same_record(tmp_path, ca
     assert code == code2 == 0 and err == err2 and rec["data"]["labels"]["k"] == 3 and rec["d"] == 3 * 4
     assert {k: v for k, v in rec.items() if k not in RELEASED} == {k: v for k, v in rec2.items() if k not in RELEASED}
     assert "secret_label_Alice" not in err2 + json.dumps(rec2) and np.all(np.isfinite(rec2["x_out"]))
+
+@pytest.mark.parametrize("first", ["oops,0.2,0.3,1", "0.1,0.2,0.3,secret_label_Alice", "nan,0.2,0.3,1"])
+def test_a_headerless_file_whose_first_record_is_malformed_answers_as_its_neighbour(tmp_path, capsys, first):
+    "Without a header, a bad first record is a malformed record (zeroed), never taken for a header: n and the record agree."
+    recs = []
+    for name, line in (("base", None), ("odd", first)):
+        rows = _rows(); rows[0] = line or rows[0]
+        d = tmp_path / name; d.mkdir(); (d / "train.csv").write_text("\n".join(rows) + "\n")
+        assert main(BASE + ["--data", str(d / "train.csv"), "--out", str(d / "r.json")]) == 0
+        rec = json.loads((d / "r.json").read_text()); rec["data"]["source"] = "DIR"; recs.append(rec)
+    a, b = ({k: v for k, v in r.items() if k not in RELEASED} for r in recs)
+    assert a == b and a["n"] == N and "secret_label_Alice" not in capsys.readouterr().err + json.dumps(recs[1])

@@ -272,14 +272,14 @@ def _column(path:Path, head:list, has_head:bool, name, what:str) -> int:
     return head.index(name)
 
 def _csv_records(path:Path, target:int|str=-1, categorical:dict|None=None) -> tuple:
-    "(X, labels) of a private .csv: the header (if its features are not numbers) and the row length are schema."
+    "(X, labels) of a private .csv: the header (a first line holding no number) and the row length are schema."
     lines = [(i, [v.strip() for v in l.split(",")], l) for i, l in enumerate(path.read_text().splitlines(), 1) if l.strip()]
     if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, one column being y.")
     head = lines[0][1]
     if isinstance(target, str) and target not in head:
         raise ValueError(f"{path.name}: no header column {target!r}. Name the target column as the header does, or pass its index.")
     t0 = head.index(target) if isinstance(target, str) else target
-    has_head = isinstance(target, str) or any(math.isnan(_number(v)) for v in head[:t0 % len(head)] + head[t0 % len(head) + 1:])
+    has_head = isinstance(target, str) or (len(lines) > 1 and all(math.isnan(_number(v)) for v in head))   # a header holds no number
     width = len(head) if has_head else Counter(len(c) for _, c, _ in lines).most_common(1)[0][0]
     if width < 2: raise ValueError(f"{path.name} has one column: it needs features and a target column y.")
     if not -width <= t0 < width: raise ValueError(f"{path.name}: no target column {target!r} among its {width} columns.")
