@@ -96,8 +96,8 @@ def _fit(self, X, y):
     if y is None: raise ValueError("DPClassifier requires y to be passed, but the target y is None.")
     X, y = _validate(self, X, y)
     self.classes_ = self._classes(y)
-    index = {c: j for j, c in enumerate(self.classes_.tolist())}
-    yi = np.array([index.get(v, np.nan) for v in y.tolist()], dtype=float)      # a label outside the schema: NaN, zeroed by the mechanism
+    yi = np.full(len(y), np.nan)                                                  # a label outside the schema: NaN, zeroed by the mechanism
+    for j, c in enumerate(self.classes_.tolist()): yi[y == c] = j
     problem = _model_on(self, self._rows(X), yi, len(self.classes_))
     res = minimize(problem, self.algorithm, epsilon=self.epsilon, delta=self.delta, seed=self.seed, accountant=self.accountant, **(self.params or {}))
     self.x_, self.epsilon_spent_, self.ledger_ = np.asarray(res.x), res.epsilon_spent, res.ledger
