@@ -48,3 +48,21 @@ def test_a_dry_run_prices_the_k_class_model():
     text = dry_run(RunRequest("dp-sgd", "logistic", data="digits", classes=list(TEN.split(",")), epsilon=1.0, delta=1e-5))
     assert "d = 650\n" in text and "price: epsilon" in text
     assert dry_run(RunRequest("dp-sgd", "logistic", data="digits", epsilon=1.0, delta=1e-5)).splitlines()[0].endswith("d = 65")     # undeclared: 5-9 against 0-4
+
+@pytest.mark.parametrize("model", ["multinomial", "softmax-mlp"])
+def test_the_strict_array_api_backend_gives_the_same_clipped_sums_and_run(model):
+    "The GPU path's stand-in: on array-api-strict the fused clipped sum and a seeded DP-SGD run equal numpy's (a record labelled 7 zeroed on both)."
+    from dpnotebooks.core.backend import use_backend, to_numpy
+    from dpnotebooks.problems.dataset import Dataset
+    from dpnotebooks.problems.multinomial import Multinomial
+    pytest.importorskip("array_api_strict", reason="array-api-strict is in the [dev] extra")
+    rs = np.random.default_rng(0); A = rs.normal(size=(300, 4)); A /= np.linalg.norm(A, axis=1, keepdims=True)
+    y = rs.integers(0, 3, 300) * 1.0; y[3] = 7
+    make = (lambda d: Multinomial(d, k=3)) if model == "multinomial" else (lambda d: SoftmaxMLP(d, k=3, hidden=5, seed=0))
+    got = []
+    for backend in ("numpy", "array-api-strict"):
+        with use_backend(backend):
+            p = make(Dataset(A, y)); s, c = p.clipped_sum(p.x0 + 0.1, p.data, 0.3)
+            got.append((np.asarray(to_numpy(s), float), c.nonfinite, np.asarray(to_numpy(minimize(p, "dp-sgd", epsilon=1.0, delta=1e-5, seed=0).x), float)))
+    (s0, n0, x0), (s1, n1, x1) = got
+    assert n0 == n1 == 1 and np.allclose(s0, s1, rtol=1e-12, atol=1e-14) and np.allclose(x0, x1, rtol=1e-10, atol=1e-12)
