@@ -122,7 +122,7 @@ def test_the_privacy_block_documents_its_events_and_prices_add_remove():
 
 def test_the_mlp_problem_runs_from_the_command_line(tmp_path, capsys):
     from dpnotebooks.interface.cli import main
-    "`--problem mlp --hidden H`: the built-in MLP p-H-1 on bundled, file or synthetic data, priced and held out as any problem."
+    "`--problem mlp --hidden H` (or H1,H2): the built-in MLP on bundled, file or synthetic data, priced and held out as any problem."
     out = tmp_path / "r.json"
     base = ["run", "dp-sgd", "--problem", "mlp", "--epsilon", "1", "--delta", "1e-5", "--seed", "0", "--quiet", "--out", str(out)]
     assert main(base + ["--hidden", "16", "--data", "breast-cancer", "--test-fraction", "0.3"]) == 0
@@ -130,7 +130,9 @@ def test_the_mlp_problem_runs_from_the_command_line(tmp_path, capsys):
     assert main(base + ["--n", "1000", "--d", "4"]) == 0 and json.loads(out.read_text())["d"] == 4 * 32 + 2 * 32 + 1
     assert main(["run", "dp-sgd", "--problem", "mlp", "--hidden", "8", "--n", "1000", "--d", "4", "--epsilon", "1", "--delta", "1e-5", "--dry-run"]) == 0
     capsys.readouterr()
-    with pytest.raises(SystemExit): main(base + ["--hidden", "64,64"])
-    assert "one hidden layer" in capsys.readouterr().err
+    assert main(base + ["--hidden", "16,8", "--data", "digits", "--classes", ",".join(map(str, range(10))), "--test-fraction", "0.3", "--epsilon", "4"]) == 0
+    r = json.loads(out.read_text()); assert r["d"] == 64 * 16 + 16 + 16 * 8 + 8 + 8 * 10 + 10 and r["evaluation"]["accuracy_out"] > 0.6   # 0.770 measured
+    with pytest.raises(SystemExit): main(base + ["--hidden", "64,0"])
+    assert "positive" in capsys.readouterr().err
     assert main(["run", "dp-sgd", "--problem", "logistic", "--hidden", "8", "--epsilon", "1", "--delta", "1e-5", "--quiet"]) == 2
     assert "--hidden sizes --problem mlp" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """One clipping contract, one harness: every implementation of a problem's clipped gradient sum Σ_i clip_C(∇f_i(x)) is
 checked against one reference written here, on the same rows. The implementations are the linear models' fused path,
-softmax cross-entropy's fused paths (`Multinomial`, `SoftmaxMLP`; one row labelled outside their k classes), the MLP's fused path, JAX ghost clipping (`from_jax`), PyTorch ghost clipping (`from_torch`, skipped without torch) and
+softmax cross-entropy's fused paths (`Multinomial`, `SoftmaxMLP`; one row labelled outside their k classes), the MLP's fused path,
+the deep MLP's (`DeepMLP`, two hidden layers, one logistic output or three softmax outputs), JAX ghost clipping (`from_jax`), PyTorch ghost clipping (`from_torch`, skipped without torch) and
 the materialized path (`clip_rows` of `grad_each`, what every other problem gets). The rows are ordinary ones, a zero
 row, a NaN and an inf entry, rows of norm 1e±200 (1e±30 in float32), and a row whose squared gradient norm overflows. The
 sum, the number of rows clipped and the number of rows zeroed must agree.
@@ -20,6 +21,7 @@ from dpnotebooks.problems.dataset import Dataset
 from dpnotebooks.algorithms.dpsgd import MLP
 from dpnotebooks.problems.multinomial import Multinomial
 from dpnotebooks.algorithms.softmax_mlp import SoftmaxMLP
+from dpnotebooks.algorithms.deep_mlp import DeepMLP
 
 P, CLIP = 4, 0.7
 
@@ -64,6 +66,10 @@ def _softmax_mlp(A, y): return SoftmaxMLP(Dataset(A, _classes(y)), k=3, hidden=5
 
 def _mlp(A, y): return MLP(Dataset(A, y), hidden=6, L=1.0, seed=1)
 
+def _deep_mlp(A, y): return DeepMLP(Dataset(A, y), hidden=(5, 3), seed=1)
+
+def _deep_softmax(A, y): return DeepMLP(Dataset(A, _classes(y)), hidden=(5, 3), k=3, seed=1)
+
 def _jax(A, y):
     jnp = pytest.importorskip("jax.numpy", reason="JAX is an optional extra (pip install 'dpnotebooks[jax]')")
     from dpnotebooks.problems.losses import from_jax
@@ -77,7 +83,8 @@ def _torch(A, y):
 
 # name: (constructor, what its fused path does with a row whose squared norm overflows)
 PROBLEMS = {"logistic (linear, fused)": (_linear(Logistic), "clip"), "robust regression (linear, fused)": (_linear(RobustRegression), "clip"),
-            "multinomial (fused)": (_multinomial, "clip"), "softmax mlp (fused)": (_softmax_mlp, "clip"), "mlp (fused)": (_mlp, "clip"), "jax (ghost)": (_jax, "zero"), "torch (ghost)": (_torch, "zero")}
+            "multinomial (fused)": (_multinomial, "clip"), "softmax mlp (fused)": (_softmax_mlp, "clip"), "mlp (fused)": (_mlp, "clip"),
+            "deep mlp (fused)": (_deep_mlp, "clip"), "deep softmax mlp (fused)": (_deep_softmax, "clip"), "jax (ghost)": (_jax, "zero"), "torch (ghost)": (_torch, "zero")}
 
 
 def per_sample(problem, x, batch):

@@ -1,5 +1,5 @@
 """k > 2 classes: `--problem logistic` is softmax cross-entropy (`Multinomial`) and `--problem mlp` has k outputs
-(`SoftmaxMLP`), from a class list that is public schema (--classes, the held-out file, or a bundled dataset's own classes).
+(`SoftmaxMLP`; `DeepMLP` with more hidden layers), from a class list that is public schema (--classes, the held-out file, or a bundled dataset's own classes).
 Every algorithm of the catalog runs on them or refuses with a message that names the algorithm and the fix."""
 import json, warnings
 import numpy as np
@@ -13,13 +13,14 @@ from dpnotebooks.problems.base import get_problem
 from dpnotebooks.problems.dataset import with_data
 from dpnotebooks.engine.registry import InsufficientDataError
 from dpnotebooks.algorithms.softmax_mlp import SoftmaxMLP
+from dpnotebooks.algorithms.deep_mlp import DeepMLP
 
 TEN = ",".join(map(str, range(10)))
 
 def _k_class_problems():
     full = get_problem("multinomial", n=900, d=3, k=3, seed=0)
     lin = with_data(full, full.data[:600])
-    return {"multinomial": lin, "softmax-mlp": SoftmaxMLP(lin.data, k=3, hidden=4, seed=0)}, full.data[600:]
+    return {"multinomial": lin, "softmax-mlp": SoftmaxMLP(lin.data, k=3, hidden=4, seed=0), "deep-mlp": DeepMLP(lin.data, (4, 3), k=3, seed=0)}, full.data[600:]
 
 @pytest.mark.parametrize("algorithm", list(ALGORITHMS))
 def test_every_algorithm_runs_or_refuses_clearly_on_k_classes(algorithm):
@@ -49,7 +50,7 @@ def test_a_dry_run_prices_the_k_class_model():
     assert "d = 650\n" in text and "price: epsilon" in text
     assert dry_run(RunRequest("dp-sgd", "logistic", data="digits", epsilon=1.0, delta=1e-5)).splitlines()[0].endswith("d = 65")     # undeclared: 5-9 against 0-4
 
-@pytest.mark.parametrize("model", ["multinomial", "softmax-mlp"])
+@pytest.mark.parametrize("model", ["multinomial", "softmax-mlp", "deep-mlp", "deep-mlp-binary"])
 def test_the_strict_array_api_backend_gives_the_same_clipped_sums_and_run(model):
     "The GPU path's stand-in: on array-api-strict the fused clipped sum and a seeded DP-SGD run equal numpy's (a record labelled 7 zeroed on both)."
     from dpnotebooks.core.backend import use_backend, to_numpy
@@ -58,7 +59,9 @@ def test_the_strict_array_api_backend_gives_the_same_clipped_sums_and_run(model)
     pytest.importorskip("array_api_strict", reason="array-api-strict is in the [dev] extra")
     rs = np.random.default_rng(0); A = rs.normal(size=(300, 4)); A /= np.linalg.norm(A, axis=1, keepdims=True)
     y = rs.integers(0, 3, 300) * 1.0; y[3] = 7
-    make = (lambda d: Multinomial(d, k=3)) if model == "multinomial" else (lambda d: SoftmaxMLP(d, k=3, hidden=5, seed=0))
+    if model == "deep-mlp-binary": y = np.where(y > 0, 1.0, -1.0); y[3] = np.nan      # ±1 labels; a NaN label zeroed
+    make = {"multinomial": lambda d: Multinomial(d, k=3), "softmax-mlp": lambda d: SoftmaxMLP(d, k=3, hidden=5, seed=0),
+            "deep-mlp": lambda d: DeepMLP(d, (5, 3), k=3, seed=0), "deep-mlp-binary": lambda d: DeepMLP(d, (5, 3), seed=0)}[model]
     got = []
     for backend in ("numpy", "array-api-strict"):
         with use_backend(backend):

@@ -115,15 +115,16 @@ def bench_fo(d:int, m:int, b:int, repeat:int=5, warmup:int=1) -> dict:
                 work="first-layer product (b, m, h, p) · (b, p)")
 
 # %% ../../nbs/experiments/80_bench.ipynb #daac15bf
-def bench_mlp(p:int, b:int, hidden:int=32, repeat:int=5, warmup:int=1) -> dict:
-    "The MLP p-hidden-1's clipped per-sample sum (and `grad_each`) against one batched forward+backward of the same shapes."
-    from dpnotebooks.algorithms.dpsgd import MLP
+def bench_mlp(p:int, b:int, hidden=32, repeat:int=5, warmup:int=1) -> dict:
+    "The built-in MLP p-hidden-1's clipped per-sample sum (and `grad_each`) against one batched forward+backward of the same shapes; `hidden` a width or widths."
+    from dpnotebooks.algorithms.deep_mlp import make_mlp, check_hidden
     r = make_rng(3); A = r.normal((b, p)); A = A / get_xp().linalg.vector_norm(A, axis=1, keepdims=True)
-    y = get_xp().sign(r.normal(b)); mlp = MLP(Dataset(A, y), hidden=hidden); x = mlp.x0 + 0.01
+    y = get_xp().sign(r.normal(b)); mlp = make_mlp(Dataset(A, y), hidden); x = mlp.x0 + 0.01
     s = measure(lambda: mlp.clipped_sum(x, mlp.data, 1.0), repeat, warmup)
     u = measure(lambda: mlp.full_grad(x[None, :], mlp.data), repeat, warmup)
     e = measure(lambda: mlp.grad_each(get_xp().broadcast_to(x, (b, 1, mlp.dim)), mlp.data), repeat, warmup)
-    return dict(kernel="fo-grad", problem=f"mlp {p}-{hidden}-1 (fused clipped sum)", d=int(mlp.dim), m=1, b=b, step=s, unavoidable=u,
+    shape = "-".join(map(str, (p,) + check_hidden(hidden) + (1,)))
+    return dict(kernel="fo-grad", problem=f"mlp {shape} (fused clipped sum)", d=int(mlp.dim), m=1, b=b, step=s, unavoidable=u,
                 ratio=s["median"] / u["median"], grad_each=e, work="one batched forward+backward (full_grad)")
 
 # %% ../../nbs/experiments/80_bench.ipynb #4f8a8cfa
@@ -174,7 +175,7 @@ def bench_end_to_end(algorithm:str, n:int=20000, d:int=10, epsilon:float=1.0, de
 GRIDS = dict(
     full=dict(zo=[(64, 64, 64), (1024, 64, 64), (8192, 64, 64), (64, 1024, 64), (64, 8192, 64), (256, 256, 1), (256, 256, 16), (256, 256, 256),
                   (1024, 1024, 64)],
-              zo_gpu=[(4096, 4096, 64)], tree=[64, 1024, 8192, 65536], fo=[(1024, 64, 64), (8192, 16, 64)], mlp=[(30, 64), (30, 256), (64, 1024)],
+              zo_gpu=[(4096, 4096, 64)], tree=[64, 1024, 8192, 65536], fo=[(1024, 64, 64), (8192, 16, 64)], mlp=[(30, 64), (30, 256), (64, 1024), (100, 256, (256, 256))],
               e2e=dict(n=20000, d=10), repeat=5),
     quick=dict(zo=[(64, 64, 16), (256, 64, 16)], zo_gpu=[], tree=[64, 1024], fo=[(64, 16, 16)], mlp=[(30, 64)], e2e=dict(n=3000, d=4), repeat=3))
 

@@ -40,7 +40,7 @@ def cmd_list(args) -> int:
     for name, summary in ALGORITHMS.items(): print(f"  {name:<20} {summary}")
     print("problems (--problem NAME):")
     for name, summary in list_problems(): print(f"  {name:<20} {summary}")
-    print(f"  {'mlp':<20} {MLP.summary} (--hidden H, default 32)")
+    print(f"  {'mlp':<20} {MLP.summary} (--hidden H, default 32; H1,H2,… for more layers)")
     print("audits (dpnb audit --mechanism NAME):")
     for name in AUDITS: print(f"  {name}")
     return 0
@@ -302,9 +302,9 @@ def _add_tune(sub):
 # %% ../../nbs/interface/50_cli.ipynb #82ecb5f9
 def _add_run_data(r):
     "`dpnb run`'s problem and data options."
-    r.add_argument("--problem", default="robust-regression", help="problem name (default robust-regression; `mlp`: one hidden ReLU layer with biases, logistic loss), or your own loss as MODULE:FUNCTION (FUNCTION(dataset) -> Problem; needs --data)")
+    r.add_argument("--problem", default="robust-regression", help="problem name (default robust-regression; `mlp`: ReLU hidden layers with biases, logistic or softmax loss), or your own loss as MODULE:FUNCTION (FUNCTION(dataset) -> Problem; needs --data)")
     r.add_argument("--no-intercept", action="store_true", help="no constant feature for a linear problem on --data (default: c = 0.5, features shrunk to keep each row in the unit ball; x_out's last coordinate is its weight)")
-    r.add_argument("--hidden", type=_hidden, default=None, metavar="H", help="--problem mlp: hidden units of its one hidden layer (default 32)")
+    r.add_argument("--hidden", type=_hidden, default=None, metavar="H[,H2,…]", help="--problem mlp: the width of its hidden layer (default 32), or one width per hidden layer, e.g. 64,64")
     r.add_argument("--data", default=None, help="'breast-cancer', 'digits', or a .npz (X, y) / .csv file (default: synthetic)")
     r.add_argument("--target", default=None, metavar="COLUMN", help="the .csv files' target column: its header name or index (default: the last)")
     r.add_argument("--categorical", action="append", default=None, metavar="COLUMN=A,B,C", help="a .csv column's categories (public schema; repeat "
@@ -480,11 +480,10 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     return ap
 
 # %% ../../nbs/interface/50_cli.ipynb #f68feb59
-def _hidden(s:str) -> int:
-    "--hidden H: one positive number (the built-in MLP has one hidden layer)."
-    if "," in s: raise argparse.ArgumentTypeError(f"{s!r}: the built-in MLP has one hidden layer (--hidden H). For a deeper model, write it in "
-                                                  "PyTorch or JAX and pass --problem MODULE:FUNCTION (see the tutorial bring_your_own_model).")
-    return _positive_int(s)
+def _hidden(s:str) -> int|tuple:
+    "--hidden H or H1,H2,…: one hidden layer's width, or one width per hidden layer (`DeepMLP`)."
+    ws = tuple(_positive_int(w) for w in s.split(","))
+    return ws[0] if len(ws) == 1 else ws
 
 # %% ../../nbs/interface/50_cli.ipynb #48624b8b
 def main(argv=None) -> int:

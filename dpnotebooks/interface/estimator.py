@@ -12,8 +12,7 @@ from ..problems.dataset import Dataset, optional_import, with_data
 from ..problems.data import public_scaler, Scaler, add_intercept
 from ..problems.base import Logistic
 from ..problems.multinomial import Multinomial
-from ..algorithms.dpsgd import MLP
-from ..algorithms.softmax_mlp import SoftmaxMLP
+from ..algorithms.deep_mlp import make_mlp
 from ..planning.minimize import minimize
 skb = optional_import("sklearn.base", "the scikit-learn estimator (dpnotebooks.interface.estimator)", "datasets", "scikit-learn")
 skv = optional_import("sklearn.utils.validation", "the scikit-learn estimator (dpnotebooks.interface.estimator)", "datasets", "scikit-learn")
@@ -30,8 +29,8 @@ class DPClassifier(skb.ClassifierMixin, skb.BaseEstimator):
     "A private classifier with scikit-learn's interface: logistic regression (binary or multinomial) or an MLP, trained by `minimize`."
     def __init__(self, epsilon:float=1.0, # the privacy target (replace-one neighbours)
                  delta:float=1e-5,
-                 model:str="logistic", # 'logistic' (binary, or softmax for k > 2 classes) or 'mlp' (one hidden ReLU layer)
-                 hidden:int=32, # the MLP's hidden units
+                 model:str="logistic", # 'logistic' (binary, or softmax for k > 2 classes) or 'mlp' (ReLU hidden layers)
+                 hidden:int|tuple=32, # the MLP's hidden units: one layer's, or one width per layer, e.g. (64, 64)
                  classes=None, # the label set, PUBLIC schema (first = negative for two); None reads it from y (warned: not private)
                  bounds=None, # PUBLIC (lower, upper) of the features, scalars or one per feature; None: rows projected into the unit ball
                  fit_intercept:bool=True, # a public constant feature
@@ -72,13 +71,13 @@ DPClassifier._rows, DPClassifier._classes = _rows, _classes
 
 # %% ../../nbs/interface/52_estimator.ipynb #d9a2f004
 def _model_on(self, A, y, k:int):
-    "The problem on the prepared rows: Logistic/MLP for two classes (labels ±1), Multinomial/SoftmaxMLP for k > 2 (class indices)."
+    "The problem on the prepared rows: Logistic or the MLP (`make_mlp`) for two classes (labels ±1), Multinomial or the MLP with k outputs for k > 2 (class indices)."
     if self.model not in ("logistic", "mlp"): raise ValueError(f"model must be 'logistic' or 'mlp'. Found {self.model!r}.")
     if k == 2:
         ds = Dataset(A, np.where(np.isnan(y), np.nan, 2 * y - 1))
-        return Logistic(ds) if self.model == "logistic" else MLP(ds, hidden=self.hidden, seed=0)
+        return Logistic(ds) if self.model == "logistic" else make_mlp(ds, self.hidden, seed=0)
     ds = Dataset(A, y)
-    return Multinomial(ds, k) if self.model == "logistic" else SoftmaxMLP(ds, k, hidden=self.hidden, seed=0)
+    return Multinomial(ds, k) if self.model == "logistic" else make_mlp(ds, self.hidden, k=k, seed=0)
 
 def _validate(self, X, y=None):
     "scikit-learn's input checks: `validate_data` (1.6+: it records and checks `n_features_in_`), else `check_X_y`/`check_array`."

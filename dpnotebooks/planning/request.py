@@ -23,9 +23,8 @@ from ..engine.registry import record_dict
 from .catalog import ALGORITHMS
 from .minimize import minimize, check_request, plan_run, planned_ledger
 from .cost import estimate_work, format_work, check_time, shaped, TooSlowError
-from ..algorithms.dpsgd import MLP
 from ..problems.multinomial import Multinomial
-from ..algorithms.softmax_mlp import SoftmaxMLP
+from ..algorithms.deep_mlp import make_mlp, check_hidden
 from ..problems.base import capabilities
 
 # %% auto #0
@@ -60,7 +59,7 @@ class RunRequest:
     max_seconds: float|None = None        # refuse a plan estimated to run longer
     overrides: dict = field(default_factory=dict)   # recipe constants and plan fields (`--set KEY=VALUE`)
     released_scaling: dict|None = None    # a resumed run: the scaling its start released (never estimated again)
-    hidden: int|None = None               # --problem mlp: its hidden units (default MLP_HIDDEN)
+    hidden: int|tuple|None = None         # --problem mlp: one hidden layer's width, or one per layer (default MLP_HIDDEN)
     intercept: bool = True                # a linear problem on --data gets a public constant feature (`add_intercept`)
     target: str|None = None               # a .csv's target column: a header name or an index (None: the last column)
     categorical: dict|None = None         # {column: [categories]} of the .csv files: one-hot coded (public schema)
@@ -268,11 +267,10 @@ def _intercept_block(req:RunRequest) -> dict|None:
                 "is <x[:-1], feature_scale * a> + value * x[-1], for a the scaled row; --no-intercept leaves it out")
 
 
-def _problem_on(problem:str, ds:Dataset, data_seed:int, hidden:int|None=None, k:int=0):
-    "The problem on a prepared dataset (a built-in one, `Multinomial` for logistic with k > 2 classes, the MLP of `13_dpsgd` (`SoftmaxMLP` for k > 2), or the user's `MODULE:FUNCTION`)."
+def _problem_on(problem:str, ds:Dataset, data_seed:int, hidden:int|tuple|None=None, k:int=0):
+    "The problem on a prepared dataset (a built-in one, `Multinomial` for logistic with k > 2 classes, the built-in MLP (`make_mlp`), or the user's `MODULE:FUNCTION`)."
     if k > 2 and problem == "logistic": return Multinomial(ds, k)
-    if k > 2 and problem == "mlp": return SoftmaxMLP(ds, k, hidden=hidden or MLP_HIDDEN, seed=data_seed)
-    if problem == "mlp": return MLP(ds, hidden=hidden or MLP_HIDDEN, seed=data_seed)     # He init from the public data seed
+    if problem == "mlp": return make_mlp(ds, hidden or MLP_HIDDEN, k=k, seed=data_seed)     # He init from the public data seed
     if ":" not in problem: return get_problem(problem, data=ds, seed=data_seed)
     p = load_loss(problem)(ds)
     if not hasattr(p, "value") or not hasattr(p, "data"): raise ValueError(f"{problem} must return a Problem (e.g. from from_torch or from_jax). Found {type(p).__name__}.")
@@ -303,6 +301,7 @@ def _check(req:RunRequest):
     if req.categorical and (req.data in (None, "synthetic", *BUNDLED) or not str(req.data).endswith(".csv")):
         raise ValueError("--categorical names columns of a .csv file given with --data (with a header); the bundled and synthetic data have none.")
     if req.hidden is not None and req.problem != "mlp": raise ValueError(f"--hidden sizes --problem mlp. Found it with --problem {req.problem}: drop it.")
+    if req.hidden is not None: check_hidden(req.hidden)
     if req.scale == "private" and req.released_scaling is None and ALGORITHMS[req.algorithm].private: split_budget(req.epsilon, req.scale_epsilon)
 
 # %% ../../nbs/planning/36_run_request.ipynb #7b20917e
