@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, numbers
 from typing import NamedTuple
 import numpy as np
-from ..core.backend import get_xp, get_device, get_dtype, asarray, to_numpy, vnorm, make_rng, einsum, NOISE_DTYPE
+from ..core.backend import get_xp, get_device, get_dtype, asarray, to_numpy, make_rng, einsum, NOISE_DTYPE
 from ..core.validation import check_positive, check_count
 from ..privacy.ledger import Release, Ledger
 from ..privacy.clipping import ClipCounter, Clipped, fo_grad_clipped, row_norms
@@ -46,6 +46,7 @@ def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`; a `clippe
     rows, fused = max(1, int(chunk) // d), problem.clipped_sum if capabilities(problem)["clipped_sum"] else None
     if alpha != 0 and not getattr(problem, "clipped_sum_perturbs", True): fused = None   # a fused path at x only (04e_losses)
     if getattr(x, "ndim", 1) != 1: fused = None      # an iterate with a leading trials axis (the audits' widened noise): grad_each broadcasts it
+    if fused is not None and alpha == 0: rows = b    # a fused sum at x forms no (rows, d) array: one call for the batch
     dt, dev = get_dtype(), get_device()
     total, count = xp.zeros(d, dtype=dt, device=dev), ClipCounter()
     for lo in range(0, b, rows):
@@ -293,7 +294,7 @@ def _dpsgd_step(s:DPSGDState, t:int, problem, data, batch_size, lr, clip, sigma,
     g = S / batch_size + noise if sampling == "shuffle" else (S + noise) / batch_size
     x = s.x - lr * g
     if radius is not None: x = clip_ball(x, radius)
-    s.norms[t - 1] = vnorm(g)
+    s.norms[t - 1] = float(get_xp().sqrt(get_xp().sum(g * g)))    # no BLAS call: its threads, woken each step, slowed a PyTorch model's steps 4×
     return s._replace(x=x, x_sum=s.x_sum + x if t > tail else s.x_sum, counter=s.counter.add(c))
 
 # %% ../../nbs/algorithms/13_dpsgd.ipynb #c97bd1b5
