@@ -1,7 +1,8 @@
 """One clipping contract, one harness: every implementation of a problem's clipped gradient sum Σ_i clip_C(∇f_i(x)) is
 checked against one reference written here, on the same rows. The implementations are the linear models' fused path,
 softmax cross-entropy's fused paths (`Multinomial`, `SoftmaxMLP`; one row labelled outside their k classes), the MLP's fused path,
-the deep MLP's (`DeepMLP`, two hidden layers, one logistic output or three softmax outputs), JAX ghost clipping (`from_jax`), PyTorch ghost clipping (`from_torch`, skipped without torch) and
+the deep MLP's (`DeepMLP`, two hidden layers, one logistic output or three softmax outputs), JAX ghost clipping (`from_jax`), PyTorch ghost clipping (`from_torch`: one model per layer rule of `04j_torch_ghost`,
+Linear, Conv2d, Conv1d, GroupNorm, LayerNorm in a residual block, Embedding, a dense layer over positions; skipped without torch) and
 the materialized path (`clip_rows` of `grad_each`, what every other problem gets). The rows are ordinary ones, a zero
 row, a NaN and an inf entry, rows of norm 1e±200 (1e±30 in float32), and a row whose squared gradient norm overflows. The
 sum, the number of rows clipped and the number of rows zeroed must agree.
@@ -36,13 +37,16 @@ def rows(dtype) -> tuple:
     return A, np.where(np.arange(len(A)) % 2 == 0, 1.0, -1.0).astype(dtype)
 
 
-def reference(G, clip: float, overflow: str = "clip", dtype=np.float64) -> tuple:
+def reference(G, clip: float, overflow: str = "clip", dtype=np.float64, A=None) -> tuple:
     """(Σ clipped rows, rows clipped, rows zeroed) of per-sample gradients G (b, d), in float64, by the contract; a row whose
-    squared norm overflows `dtype` is clipped (`overflow="clip"`) or zeroed ("zero")."""
+    squared norm overflows `dtype` is clipped (`overflow="clip"`) or zeroed ("zero"; "zero-inputs" zeroes too a row whose
+    features' squared norm overflows, the sample's inputs `A`)."""
     G = np.asarray(G, dtype=np.float64).reshape(len(G), -1)
     bad = ~np.all(np.isfinite(G), axis=1)
-    if overflow == "zero":
+    if overflow in ("zero", "zero-inputs"):
         with np.errstate(over="ignore"): bad |= ~np.isfinite(np.sum(np.where(bad[:, None], 0, G).astype(dtype) ** 2, axis=1))
+    if overflow == "zero-inputs":      # ghost norms multiply the layers' input norms by their output gradients' (inf · 0 is NaN)
+        with np.errstate(over="ignore", invalid="ignore"): bad |= ~np.isfinite(np.sum(np.asarray(A, dtype) ** 2, axis=1))
     G = np.where(bad[:, None], 0.0, G)
     m = np.max(np.abs(G), axis=1)
     norms = np.where(m > 0, m * np.sqrt(np.sum((G / np.where(m > 0, m, 1)[:, None]) ** 2, axis=1)), 0.0)
@@ -75,16 +79,47 @@ def _jax(A, y):
     from dpnotebooks.problems.losses import from_jax
     return from_jax(lambda w, a, t: jnp.logaddexp(0.0, -t * (a @ w)), jnp.full(P, 0.3), (A, y), L=1.0)
 
-def _torch(A, y):
-    torch = pytest.importorskip("torch", reason="PyTorch is an optional extra (pip install 'dpnotebooks[torch]')")
-    from dpnotebooks.problems.losses import from_torch
-    net = torch.nn.Sequential(torch.nn.Linear(P, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
-    return from_torch(net, lambda out, t: torch.nn.functional.softplus(-t * out.squeeze(-1)), (A, y), L=1.0)
+def _torch(make):
+    "A PyTorch model `make(nn)` through from_torch, its clipped sum by ghost clipping's layer rules (`04j_torch_ghost`)."
+    def build(A, y):
+        torch = pytest.importorskip("torch", reason="PyTorch is an optional extra (pip install 'dpnotebooks[torch]')")
+        from dpnotebooks.problems.losses import from_torch
+        torch.manual_seed(0); net = make(torch.nn)
+        with torch.no_grad():
+            for q in net.parameters(): q.mul_(3.0)           # larger gradients: some rows clipped at C = 0.7
+        p = from_torch(net, (A, y), L=1.0, loss=lambda out, t: torch.nn.functional.softplus(-t * out), dtype=str(np.asarray(A).dtype))   # the sum in the rows' precision
+        assert p.clipping_path.startswith("ghost"), p.clipping_path
+        return p
+    return build
+
+def _residual(nn, w=6):
+    class Res(nn.Module):
+        def __init__(s): super().__init__(); s.f = nn.Sequential(nn.Linear(w, w), nn.ReLU(), nn.Linear(w, w))
+        def forward(s, x): return x + s.f(x)
+    return nn.Sequential(nn.Linear(P, w), Res(), nn.LayerNorm(w), nn.Linear(w, 1))
+
+def _tokens(nn):
+    class Tok(nn.Module):           # features read as token ids 0..4 (0 the padding row; NaN, inf and huge become 0), and a dense path
+        def __init__(s): super().__init__(); s.e, s.o, s.l = nn.Embedding(5, 3, padding_idx=0), nn.Linear(3, 1), nn.Linear(P, 1)
+        def forward(s, x): return s.o(s.e((x.abs() * 5).long().clamp(0, 4)).sum(1)) + s.l(x)
+    return Tok()
+
+def _sequence(nn):
+    class Seq(nn.Module):           # a dense layer over 2 positions of 2 features
+        def __init__(s): super().__init__(); s.l, s.o = nn.Linear(2, 3), nn.Linear(3, 1)
+        def forward(s, x): return s.o(s.l(x.reshape(x.shape[0], 2, 2)).relu().sum(1))
+    return Seq()
+
+TORCH = {"torch mlp (ghost)": lambda nn: nn.Sequential(nn.Linear(P, 3), nn.ReLU(), nn.Linear(3, 1)),
+         "torch cnn (ghost)": lambda nn: nn.Sequential(nn.Unflatten(1, (1, 2, 2)), nn.Conv2d(1, 3, 2, padding=1), nn.ReLU(), nn.Conv2d(3, 2, 2, bias=False), nn.Flatten(), nn.Linear(8, 1)),
+         "torch conv1d + groupnorm (ghost)": lambda nn: nn.Sequential(nn.Unflatten(1, (2, 2)), nn.Conv1d(2, 4, 1), nn.GroupNorm(2, 4), nn.Flatten(), nn.Linear(8, 1)),
+         "torch residual + layernorm (ghost)": _residual, "torch embedding (ghost)": _tokens, "torch sequence (ghost)": _sequence}
 
 # name: (constructor, what its fused path does with a row whose squared norm overflows)
 PROBLEMS = {"logistic (linear, fused)": (_linear(Logistic), "clip"), "robust regression (linear, fused)": (_linear(RobustRegression), "clip"),
             "multinomial (fused)": (_multinomial, "clip"), "softmax mlp (fused)": (_softmax_mlp, "clip"), "mlp (fused)": (_mlp, "clip"),
-            "deep mlp (fused)": (_deep_mlp, "clip"), "deep softmax mlp (fused)": (_deep_softmax, "clip"), "jax (ghost)": (_jax, "zero"), "torch (ghost)": (_torch, "zero")}
+            "deep mlp (fused)": (_deep_mlp, "clip"), "deep softmax mlp (fused)": (_deep_softmax, "clip"), "jax (ghost)": (_jax, "zero"),
+            **{name: (_torch(make), "zero-inputs") for name, make in TORCH.items()}}
 
 
 def per_sample(problem, x, batch):
@@ -106,7 +141,7 @@ def test_every_clipped_sum_meets_the_contract(name, dtype):
         paths = {"materialized": clip_rows(asarray(G), CLIP)}
         if getattr(problem, "clipped_sum", None) is not None: paths["fused"] = problem.clipped_sum(asarray(x), batch, CLIP)
         for path, got in paths.items():
-            want, clipped, zeroed = reference(G, CLIP, "clip" if path == "materialized" else overflow, dtype)
+            want, clipped, zeroed = reference(G, CLIP, "clip" if path == "materialized" else overflow, dtype, A)
             S = got.values.sum(0) if path == "materialized" else got[0]
             c = got if path == "materialized" else got[1]
             tol = 1e-10 if dtype == np.float64 else 2e-4

@@ -156,12 +156,3 @@ def _with_nonfinite_rows(batch):
     from dpnotebooks.problems.dataset import Dataset
     A = np.array(batch.A, dtype=float); A[3, 1], A[7, 0] = np.nan, np.inf
     return Dataset(A, np.asarray(batch.y))
-
-@needs_torch
-def test_the_gpu_ghost_path_gives_the_cpu_paths_sum_and_counts():
-    "`_ghost_call_device`, what a CUDA module runs, checked here on CPU tensors against `_ghost_call`: the same clipped sum, clip and non-finite counts."
-    from dpnotebooks.problems.losses import _ghost_call, _ghost_call_device
-    pt = torch_mlp(); ghost, b = pt._fns["clipped_sum"], _with_nonfinite_rows(pt.data[:64]); x = pt.x0 + 0.1
-    for clip in (0.05, 10.0):
-        S, k, nb = _ghost_call_device(ghost, x, b.A, b.y, clip); R, rk, rb = _ghost_call(ghost, x, b.A, b.y, clip)
-        assert np.isfinite(S).all() and np.allclose(S, R, rtol=0, atol=1e-12) and (k, nb) == (rk, rb) and nb == 2

@@ -6,12 +6,13 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/problems/losses.html.md"""
 
 # %% ../../nbs/problems/04e_losses.ipynb #2be2823b
 from __future__ import annotations
-import copy, math
+import copy, math, warnings
 import numpy as np
 from ..core.backend import asarray, to_numpy, get_xp
 from ..privacy.clipping import Clipped, clip_rows
 from .base import Problem
 from .dataset import Dataset
+from .torch_ghost import ghost_plan, TorchGhost
 from ..core.validation import check_positive
 
 # %% auto #0
@@ -184,92 +185,6 @@ def _module_loss(torch, functional_call, model, loss, device="cpu"):
     params = {k: v.detach() for k, v in module.named_parameters()}
     return (lambda q, a, y: loss(out(q, a), y)), params, out, module
 
-# %% ../../nbs/problems/04e_losses.ipynb #84d8e621
-def _ghost_layers(torch, module, p:int):
-    "The module's `nn.Linear` layers when ghost clipping is exact for it (see above), else None."
-    lins = [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
-    owned = {id(q) for m in lins for q in m.parameters(recurse=False)}
-    if not lins or any(id(q) not in owned for q in module.parameters()): return None
-    probe, seen = torch.randn(3, p, dtype=torch.float64, generator=torch.Generator().manual_seed(0)), []
-    probe = probe.to(next(module.parameters()).device)
-    hooks = [m.register_forward_hook(lambda m, i, o: seen.append((id(m), i[0].dim()))) for m in lins]
-    try:
-        with torch.no_grad(): batched, each = module(probe), torch.cat([module(probe[i:i + 1]) for i in range(3)])
-    finally:
-        for hk in hooks: hk.remove()
-    once = all(sum(s == id(m) for s, _ in seen) == 4 for m in lins) and all(k == 2 for _, k in seen)
-    return lins if once and torch.allclose(batched, each, rtol=1e-10, atol=1e-12) else None
-
-def _batched_loss(torch, loss):
-    "`loss` itself if it maps a batch of outputs to its per-example losses (checked on a public probe), else its vmap."
-    o, t = torch.randn(4, dtype=torch.float64, generator=torch.Generator().manual_seed(1)), torch.tensor([0.0, 1.0, 1.0, 0.0], dtype=torch.float64)
-    try: v = loss(o, t); same = v.shape == (4,) and torch.allclose(v, torch.func.vmap(loss)(o, t), rtol=1e-12, atol=0)
-    except Exception: same = False     # e.g. a loss that reduces the batch to one number (shape mismatch), or fails on a batch
-    return loss if same else torch.func.vmap(loss)
-
-# %% ../../nbs/problems/04e_losses.ipynb #87966691
-class _TorchGhost:
-    "Σ_i clip_C ∇ℓ_i of a dense-layer module from one batched forward and one backward (numpy in, numpy out; torch on the module's device)."
-    def __init__(self, torch, module, loss, dtype:str="float64"):
-        self.dtype = getattr(torch, dtype)                                 # the precision of the clipped sum (float32 on request)
-        self.torch, self.module, self.loss, self.taps = torch, copy.deepcopy(module).to(self.dtype), _batched_loss(torch, loss), None
-        self.device = next(self.module.parameters()).device
-        self.lins = [m for m in self.module.modules() if isinstance(m, torch.nn.Linear)]
-        self.order, qs = [id(q) for q in self.module.parameters()], list(self.module.parameters())
-        self.flat = torch.cat([q.detach().reshape(-1) for q in qs])       # the parameters become views of one vector: one copy a call
-        for q, v in zip(qs, torch.split(self.flat, [q.numel() for q in qs])): q.data = v.view_as(q)
-        for m in self.lins: m.register_forward_hook(self._tap)
-    def _tap(self, m, i, o):
-        if self.taps is not None: self.taps.append((m, i[0], o))
-    def grads(self, x, A, y) -> list:
-        "[(weight id, bias id or None, inputs a (b, in), ∂Σℓ/∂outputs g (b, out))] at the flat parameters x, as tensors on the device."
-        torch = self.torch; T = lambda v: torch.as_tensor(np.asarray(v), dtype=self.dtype, device=self.device)
-        with torch.no_grad(): self.flat.copy_(T(x))
-        self.taps = []
-        try:
-            o = self.module(T(A)); o = o.squeeze(-1) if o.shape[-1:] == (1,) else o
-            taps, gs = self.taps, torch.autograd.grad(self.loss(o, T(y)).sum(), [t[2] for t in self.taps])
-        finally: self.taps = None
-        return [(id(m.weight), None if m.bias is None else id(m.bias), a.detach(), g) for (m, a, _), g in zip(taps, gs)]
-
-# %% ../../nbs/problems/04e_losses.ipynb #2c03eeb2
-def _ghost_call(self, x, A, y, clip:float) -> tuple:
-    "(clipped sum (dim,) numpy, rows clipped, rows zeroed as non-finite): on the CPU norms in numpy (less overhead), products in torch."
-    if self.device.type != "cpu": return _ghost_call_device(self, x, A, y, clip)
-    taps = [(iw, ib, a.numpy(), g.numpy()) for iw, ib, a, g in self.grads(x, A, y)]
-    with np.errstate(all="ignore"):
-        n2 = sum((np.einsum("ij,ij->i", a, a) + (ib is not None)) * np.einsum("ij,ij->i", g, g) for _, ib, a, g in taps)
-        bad = ~np.isfinite(n2); nbad = int(np.count_nonzero(bad))
-        if nbad: n2 = np.where(bad, 0.0, n2)
-        c = np.minimum(1.0, clip / np.maximum(np.sqrt(n2), np.finfo(n2.dtype).tiny))
-    part = {}
-    for iw, ib, a, g in taps:
-        cg = g * c[:, None]
-        if nbad: cg, a = np.where(bad[:, None], 0.0, cg), np.where(bad[:, None], 0.0, a)
-        part[iw] = (self.torch.from_numpy(cg).T @ self.torch.from_numpy(a)).numpy()   # torch's threads: see above
-        if ib is not None: part[ib] = cg.sum(0)
-    S = np.concatenate([part[i].reshape(-1) for i in self.order])
-    return S, int(np.count_nonzero(n2 > (clip * (1 + 1e-12)) ** 2)), nbad
-
-_TorchGhost.__call__ = _ghost_call
-
-# %% ../../nbs/problems/04e_losses.ipynb #2cee39af
-def _ghost_call_device(self, x, A, y, clip:float) -> tuple:
-    "`_ghost_call` on a GPU: the same clipped sum and counts, computed where the module lives; one copy back."
-    torch, taps = self.torch, self.grads(x, A, y)
-    n2 = sum(((a * a).sum(1) + (ib is not None)) * (g * g).sum(1) for _, ib, a, g in taps)
-    bad = ~torch.isfinite(n2); n2 = torch.where(bad, 0.0, n2)
-    c = torch.clamp(clip / torch.clamp(torch.sqrt(n2), min=torch.finfo(n2.dtype).tiny), max=1.0)
-    part = {}
-    for iw, ib, a, g in taps:
-        keep = ~bad[:, None]
-        cg, a = torch.where(keep, g * c[:, None], 0.0), torch.where(keep, a, 0.0)
-        part[iw] = cg.T @ a
-        if ib is not None: part[ib] = cg.sum(0)
-    counts = torch.stack([(n2 > (clip * (1 + 1e-12)) ** 2).sum(), bad.sum()]).cpu()
-    S = torch.cat([part[i].reshape(-1) for i in self.order]).cpu().numpy()
-    return S, int(counts[0]), int(counts[1])
-
 # %% ../../nbs/problems/04e_losses.ipynb #72d90c8f
 def _framework_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng=None) -> tuple:
     "(Σ_i clip_C ∇ℓ_i(x) (dim,), `Clipped` counts): the framework's one-pass path where it has one (α = 0 only)."
@@ -313,8 +228,12 @@ def from_torch(model, # a torch.nn.Module (its output on one example goes to `lo
     f = lambda x, a, y: model(unflatten(x), a, y)
     pr = None if predict is None else (lambda x, a: predict(unflatten(x), a))
     fns = _torch_fns(torch, vmap, grad, f, pr, device)
-    if module is not None and _ghost_layers(torch, module, _as_dataset(data).p): fns["clipped_sum"] = _TorchGhost(torch, module, loss, _check_dtype(dtype))
-    return _check_scalar(FrameworkLoss(data, L, flat.cpu().numpy(), fns, unflatten, "torch", smoothness, module))
+    layers, why = ghost_plan(torch, module, _as_dataset(data).p) if module is not None else ([], ["a loss function, not a module"])
+    if layers: fns["clipped_sum"] = TorchGhost(torch, module, loss, layers, _check_dtype(dtype))
+    elif module is not None: warnings.warn(f"from_torch: no ghost clipping for this model ({'; '.join(why)}): DP-SGD forms per-sample gradients (slower, batch × dim memory).", stacklevel=2)
+    p = _check_scalar(FrameworkLoss(data, L, flat.cpu().numpy(), fns, unflatten, "torch", smoothness, module))
+    p.clipping_path = f"ghost: {len(layers)} layers" if layers else f"per-example ({'; '.join(why)})"
+    return p
 
 # %% ../../nbs/problems/04e_losses.ipynb #3b750e68
 def _module_at(self, x):
