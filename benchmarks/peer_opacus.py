@@ -31,7 +31,7 @@ def _threads_arg() -> int:
 
 UNSET = _clean_environment(_threads_arg()) if __name__ == "__main__" else []   # imported (tests): leave the caller's process alone
 
-import argparse, math, platform, time, warnings
+import argparse, math, platform, subprocess, time, warnings
 from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -257,6 +257,102 @@ def machine(threads:int) -> dict:
         import opacus; out["opacus"] = opacus.__version__
     return out
 
+# ---------------------------------------------------------------- a PyTorch user's own model: Opacus' two modes against from_torch
+
+MODEL_STEPS = 30   # private steps per timed call, Poisson batches at rate B/n for all three
+
+def model_task(kind:str) -> tuple:
+    "(features (n, p) float32 rows in the unit ball, ±1 labels, a builder of the torch model): 'mlp' 100-256-256-1 on 20,000 rows, 'cnn' two 3×3 convolutions on 16×16 images (10,000 rows)."
+    import torch
+    nn = torch.nn
+    n, p = (20000, 100) if kind == "mlp" else (10000, 256)
+    rs = np.random.default_rng(0); A = rs.normal(size=(n, p)).astype(np.float32); A /= np.linalg.norm(A, axis=1, keepdims=True)
+    y = np.sign(rs.normal(size=n)).astype(np.float32)
+    if kind == "mlp": make = lambda: nn.Sequential(nn.Linear(p, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1))
+    else: make = lambda: nn.Sequential(nn.Unflatten(1, (1, 16, 16)), nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Conv2d(8, 16, 3), nn.ReLU(), nn.Flatten(), nn.Linear(16 * 12 * 12, 1))
+    return A, y, make
+
+def opacus_steps(kind:str, B:int, mode:str):
+    "MODEL_STEPS private steps of Opacus (`hooks` or `ghost`: grad_sample_mode), noise multiplier 1, clip 1, Poisson batches of B expected rows."
+    import torch
+    from opacus import PrivacyEngine
+    A, y, make = model_task(kind)
+    torch.manual_seed(0); model = make(); opt = torch.optim.SGD(model.parameters(), lr=LR)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.as_tensor(A), torch.as_tensor((y > 0).astype(np.float32))), batch_size=B)
+    crit = torch.nn.BCEWithLogitsLoss()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if mode == "ghost": model, opt, crit, loader = PrivacyEngine().make_private(module=model, optimizer=opt, criterion=crit, data_loader=loader, noise_multiplier=SIGMA,
+                                                                                      max_grad_norm=CLIP, poisson_sampling=True, grad_sample_mode="ghost")
+        else: model, opt, loader = PrivacyEngine().make_private(module=model, optimizer=opt, data_loader=loader, noise_multiplier=SIGMA, max_grad_norm=CLIP, poisson_sampling=True)
+    def run():
+        k = 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            while k < MODEL_STEPS:
+                for xb, yb in loader:
+                    if len(xb) == 0: continue
+                    opt.zero_grad(); crit(model(xb).squeeze(-1), yb).backward(); opt.step(); k += 1
+                    if k == MODEL_STEPS: break
+        _sync()
+    return run
+
+def ours_steps(kind:str, B:int):
+    "MODEL_STEPS steps of dp_sgd on `from_torch(model, dtype='float32')` (ghost clipping, `04j_torch_ghost`): the same noise multiplier, clip and Poisson rate."
+    import torch
+    from dpnotebooks.problems.losses import from_torch
+    A, y, make = model_task(kind)
+    torch.manual_seed(0)
+    prob = from_torch(make(), (A.astype(np.float64), y.astype(np.float64)), L=CLIP, loss=lambda o, t: torch.nn.functional.softplus(-t * o), dtype="float32")
+    def run():
+        with use_backend("numpy", "float64"): dp_sgd(prob, prob.data, MODEL_STEPS, B, LR, CLIP, SIGMA, sampling="poisson", rng=0)
+    return run, prob.clipping_path
+
+def peak_memory(kind:str, B:int, mode:str) -> float:
+    "MiB the process's peak resident memory grows by over MODEL_STEPS steps after the setup, measured in a fresh process."
+    out = subprocess.run([sys.executable, __file__, "--memory-probe", f"{kind},{B},{mode}", "--threads", str(_threads_arg())], capture_output=True, text=True)
+    if out.returncode: raise RuntimeError(out.stderr[-2000:])
+    return float(out.stdout.strip().splitlines()[-1])
+
+def _rss() -> int:
+    "Resident bytes of this process now (/proc/self/statm)."
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+def _memory_probe(spec:str) -> None:
+    "Print the peak resident memory above the level before the steps (MiB), sampled every millisecond while they run."
+    import threading, torch
+    kind, B, mode = spec.split(","); torch.set_num_threads(_threads_arg())
+    run = ours_steps(kind, int(B))[0] if mode == "ours" else opacus_steps(kind, int(B), mode)
+    before, peak, done = _rss(), [0], threading.Event()
+    def watch():
+        while not done.is_set(): peak[0] = max(peak[0], _rss()); time.sleep(0.001)
+    w = threading.Thread(target=watch); w.start()
+    try: run()
+    finally: done.set(); w.join()
+    print(max(peak[0], _rss()) - before >> 20)
+
+def model_table(batches, repeat:int) -> list:
+    head = ["model", "B", "Opacus hooks", "Opacus ghost", "dpnotebooks from_torch", "ratio to Opacus' faster", "peak MiB: hooks / ghost / ours"]
+    lines = ["## A PyTorch user's own model: samples per second of private steps, median (q25–q75)", "",
+             f"{MODEL_STEPS} DP-SGD steps per timed call (Poisson batches of B expected rows, noise multiplier 1, clip 1, float32 models), the three "
+             "interleaved. Opacus: `make_private` with `grad_sample_mode` hooks (materialized per-sample gradients) and ghost (norms, then a second "
+             "backward). dpnotebooks: `dp_sgd` on `from_torch(model, dtype='float32')`, ghost clipping's layer rules (`04j_torch_ghost`; the noise "
+             "is drawn in float64, as for every run). Models: MLP 100-256-256-1 on 20,000 rows; CNN `Conv2d(1, 8, 3)`, `Conv2d(8, 16, 3)`, ReLUs, "
+             "a linear head, on 16×16 images (10,000 rows). Peak memory: the resident memory's peak over the steps above its level before them "
+             "(sampled every millisecond), each in a fresh process. Targets: ratio ≥ 1.5 at B = 256, ≥ 1 at B = 64 and 1024, peak memory ≤ Opacus ghost's.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    if not (_have("torch") and _have("opacus")): return lines + ["| torch or opacus not installed: nothing measured | | | | | | |", ""]
+    for kind in ("mlp", "cnn"):
+        for B in batches:
+            ours, path = ours_steps(kind, B)
+            t = interleaved({"hooks": opacus_steps(kind, B, "hooks"), "ghost": opacus_steps(kind, B, "ghost"), "ours": ours}, repeat)
+            sps = {k: f"{_f(MODEL_STEPS * B / v['median'])} ({_f(MODEL_STEPS * B / v['q75'])}–{_f(MODEL_STEPS * B / v['q25'])})" for k, v in t.items()}
+            best = min(("hooks", "ghost"), key=lambda k: t[k]["median"])
+            mem = " / ".join(f"{peak_memory(kind, B, m):.0f}" for m in ("hooks", "ghost", "ours"))
+            lines.append(f"| {kind} ({path}) | {B} | {sps['hooks']} | {sps['ghost']} | {sps['ours']} | {t[best]['median'] / t['ours']['median']:.2f}× ({best}) | {mem} |")
+            print(lines[-1], flush=True)
+    return lines + [""]
+
 # ---------------------------------------------------------------- the report
 
 def _f(x): return f"{x:,.0f}"
@@ -328,9 +424,11 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="breast-cancer only, batch 64 and 256, 3 repeats")
     ap.add_argument("--out", default="peer-opacus.md", help="the markdown report (default ./peer-opacus.md)")
     ap.add_argument("--ours", choices=["fused", "materialized", "jax"], default="fused", help="dpnotebooks' MLP (before/after comparisons)")
-    ap.add_argument("--skip", default="", help="comma-separated sections to skip: epoch,e2e,grad")
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip: epoch,e2e,grad,models")
+    ap.add_argument("--memory-probe", default=None, help=argparse.SUPPRESS)   # internal: one peak-memory measurement in a fresh process
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="cuda: dpnotebooks on cupy, Opacus on the GPU (epoch and e2e only)")
     a = ap.parse_args(argv)
+    if a.memory_probe: _memory_probe(a.memory_probe); return 0
     repeat = 3 if a.quick else a.repeat
     global OURS, DEVICE; OURS, DEVICE = a.ours, a.device
     if DEVICE == "cuda":
@@ -350,6 +448,7 @@ def main(argv=None) -> int:
         if "epoch" not in skip: lines += epoch_table(tasks, batches, repeat)
         if "grad" not in skip: lines += grad_table(tasks, 256, repeat)
         if "e2e" not in skip: lines += e2e_table(tasks, max(1, repeat // 2))
+        if "models" not in skip and DEVICE == "cpu": lines += model_table(batches, repeat)
     lines.append(f"Load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}.")
     Path(a.out).write_text("\n".join(lines) + "\n")
     print(f"written: {a.out}")

@@ -10,7 +10,7 @@ import copy
 import numpy as np
 
 # %% auto #0
-__all__ = ['outer_norms2', 'ghost_rule', 'ghost_plan', 'batched_loss', 'TorchGhost']
+__all__ = ['outer_norms2', 'conv_per_sample', 'ghost_rule', 'ghost_plan', 'batched_loss', 'TorchGhost']
 
 # %% ../../nbs/problems/04j_torch_ghost.ipynb #f84fd70d
 def _seq(t):
@@ -45,28 +45,36 @@ def _linear_sums(m, U, g, c, P):
 
 
 # %% ../../nbs/problems/04j_torch_ghost.ipynb #23ef875e
-# ---- Conv1d / Conv2d (groups 1, zero padding): U = the input's patches (B, T, cin·k), G = output gradients (B, T, cout)
+# ---- Conv1d / Conv2d (groups 1, zero padding): per-sample products by one grouped convolution, or patches U and Gram matrices
 def _conv_args(m, a) -> tuple:
     "The input as a 4-d batch and the convolution's (kernel, stride, padding, dilation) in two dimensions (Conv1d: a height of one)."
     if a.dim() == 3: return a.unsqueeze(2), (1,) + m.kernel_size, (1,) + m.stride, (0,) + m.padding, (1,) + m.dilation
     return a, m.kernel_size, m.stride, m.padding, m.dilation
-def _conv_prepare(m, a):
+def _conv_prepare(m, a): return a
+def conv_per_sample(m, a, g):
+    "Per-sample weight gradients (B, cout, cin·k) of a convolution: the inputs convolved with the output gradients, the batch as groups (Rochette et al. 2019)."
     import torch
-    a4, ks, st, pd, dl = _conv_args(m, a)
-    return a, torch.nn.functional.unfold(a4, ks, dilation=dl, padding=pd, stride=st).transpose(1, 2)
-def _conv_g(g): return g.reshape(g.shape[0], g.shape[1], -1).transpose(1, 2)
-def _conv_norms2(m, prep, g):
-    G = _conv_g(g); n2, P = outer_norms2(prep[1], G)
-    return (n2 if m.bias is None else n2 + (G.sum(1) ** 2).sum(1)), P
-def _conv_sums(m, prep, g, c, P):
+    a4, ks, st, pd, dl = _conv_args(m, a); B, cout = g.shape[0], g.shape[1]
+    g4 = g.reshape(B * cout, 1, -1, g.shape[-1])                         # one filter per (sample, output channel)
+    w = torch.nn.functional.conv2d(a4.transpose(0, 1), g4, stride=dl, padding=pd, dilation=st, groups=B)[..., :ks[0], :ks[1]]
+    return w.reshape(a4.shape[1], B, cout, ks[0] * ks[1]).permute(1, 2, 0, 3).reshape(B, cout, -1)
+def _conv_norms2(m, a, g):
     import torch
-    a, G = prep[0], _conv_g(g)
+    B, cout = g.shape[0], g.shape[1]; T = g[0, 0].numel(); k = m.weight[0].numel()
+    G = g.reshape(B, cout, -1)
+    if cout * k <= T * T: P = conv_per_sample(m, a, g); n2 = (P * P).sum((1, 2))
+    else:                                                                  # Gram matrices of the input patches and the output gradients
+        a4, ks, st, pd, dl = _conv_args(m, a); U = torch.nn.functional.unfold(a4, ks, dilation=dl, padding=pd, stride=st)
+        P, n2 = None, ((U.transpose(1, 2) @ U) * (G.transpose(1, 2) @ G)).sum((1, 2))
+    return (n2 if m.bias is None else n2 + (G.sum(2) ** 2).sum(1)), P
+def _conv_sums(m, a, g, c, P):
+    import torch
     if P is not None: w = torch.tensordot(c, P, dims=1).reshape(m.weight.shape)
     else:                                                   # the convolution's own weight gradient, of the scaled output gradients
         a4, ks, st, pd, dl = _conv_args(m, a); g4 = (g * c.view((-1,) + (1,) * (g.dim() - 1))).reshape(a4.shape[0], g.shape[1], -1, g.shape[-1])
         w = torch.nn.grad.conv2d_weight(a4, (m.weight.shape[0], m.weight.shape[1]) + tuple(ks), g4, st, pd, dl, 1).reshape(m.weight.shape)
     out = {id(m.weight): w}
-    if m.bias is not None: out[id(m.bias)] = c @ G.sum(1)
+    if m.bias is not None: out[id(m.bias)] = c @ g.reshape(g.shape[0], g.shape[1], -1).sum(2)
     return out
 
 
