@@ -49,11 +49,20 @@ class _Materialized(MLP): clipped_sum = None
 
 def our_mlp(task):
     "The MLP d-32-1 of `--ours` on the task's training split."
-    if OURS == "jax":
-        from dpnotebooks.experiments.utility import mlp_problem
-        return mlp_problem(task.train)
+    if OURS == "jax": return jax_mlp(task.train)
     data = Dataset(to_numpy(task.train.A), to_numpy(task.train.y), task.name)   # in the active dtype (float32 when asked)
     return (MLP if OURS == "fused" else _Materialized)(data, hidden=HIDDEN)
+
+def jax_mlp(train):
+    "The MLP d-32-1 written in JAX (W1, b1, w2, b2; He init from the key 0; logistic loss on 0/1 labels) through `from_jax`."
+    import jax, jax.numpy as jnp
+    from dpnotebooks.problems.losses import from_jax
+    d = train.p; k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+    q = dict(W1=jax.random.normal(k1, (d, HIDDEN)) * jnp.sqrt(2 / d), b1=jnp.zeros(HIDDEN), w2=jax.random.normal(k2, (HIDDEN,)) / jnp.sqrt(HIDDEN), b2=jnp.zeros(()))
+    def bce(q, a, t):
+        z = jnp.maximum(a @ q["W1"] + q["b1"], 0) @ q["w2"] + q["b2"]
+        return jnp.logaddexp(0.0, z) - t * z
+    return from_jax(bce, q, (to_numpy(train.A), (to_numpy(train.y) > 0).astype(float)), L=1.0)
 
 def _have(mod:str) -> bool:
     try: __import__(mod); return True
@@ -216,8 +225,7 @@ def _adapter_rows(task, B:int, repeat:int) -> list:
         out.append(_row("MLP via from_torch", "float64", B, p.dim, t))
     if _have("jax"):
         import jax, jax.numpy as jnp
-        from dpnotebooks.experiments.utility import mlp_problem
-        p = mlp_problem(task.train)
+        p = jax_mlp(task.train)
         x = p.x0 + 0.01; bt = Dataset(A, (y > 0).astype(float))
         g = jax.jit(jax.grad(lambda q, A_, t_: jnp.mean(jax.vmap(lambda a, t: _jax_bce(p, q, a, t))(A_, t_))))
         xj, Aj, tj = jnp.asarray(x), jnp.asarray(A), jnp.asarray(bt.y)             # device arrays in, no host copies: the

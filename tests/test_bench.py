@@ -74,11 +74,19 @@ def test_peer_benchmark_unsets_the_openblas_overrides_and_names_the_machine(tmp_
     import os, subprocess, sys
     env = dict(os.environ, OPENBLAS_CORETYPE="Haswell", OPENBLAS_L2_SIZE="262144")
     out = tmp_path / "peer.md"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peer_opacus.py"), "--quick", "--skip", "epoch,grad,e2e", "--out", str(out)],
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peer_opacus.py"), "--quick", "--skip", "epoch,grad,e2e,models", "--out", str(out)],
                    env=env, check=True, capture_output=True, cwd=tmp_path)
     text = out.read_text()
     assert "| unset | OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE |" in text and "| blas_kernel |" in text and "| threads | 2 |" in text
     assert "no GPU was available" in text
+
+@pytest.mark.slow
+def test_peer_benchmark_times_a_users_torch_models_against_both_opacus_modes():
+    "The models section: the MLP and the CNN at one batch size, Opacus hooks and ghost and from_torch in one row, the ratio and the path named."
+    pytest.importorskip("opacus", reason="the peer benchmark needs Opacus: pip install 'dpnotebooks[bench]'")
+    peer = _peer(); peer.MODEL_STEPS = 3
+    rows = [l for l in peer.model_table([64], repeat=1) if l.startswith("| mlp") or l.startswith("| cnn")]
+    assert len(rows) == 2 and all("(ghost: 3 layers)" in r and "× (" in r for r in rows), rows
 
 @pytest.mark.slow
 def test_peer_benchmark_times_both_libraries_in_one_table():

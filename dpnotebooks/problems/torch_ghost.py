@@ -36,11 +36,14 @@ def _outer_sum(U, G, c, P):
 # ---- Linear: U = the layer's input, G = ∂loss/∂output, over positions
 def _linear_prepare(m, a): return _seq(a)
 def _linear_norms2(m, U, g):
-    G = _seq(g); n2, P = outer_norms2(U, G)
+    G = _seq(g)
+    if U.shape[1] == 1:                                      # a vector per sample: (‖a‖² + 1)‖g‖², the bias's term included
+        gg = (G[:, 0] * G[:, 0]).sum(1); return ((U[:, 0] * U[:, 0]).sum(1) + (m.bias is not None)) * gg, None
+    n2, P = outer_norms2(U, G)
     return (n2 if m.bias is None else n2 + (G.sum(1) ** 2).sum(1)), P
 def _linear_sums(m, U, g, c, P):
     G = _seq(g); out = {id(m.weight): _outer_sum(U, G, c, P)}
-    if m.bias is not None: out[id(m.bias)] = c @ G.sum(1)
+    if m.bias is not None: out[id(m.bias)] = c @ (G[:, 0] if G.shape[1] == 1 else G.sum(1))
     return out
 
 
