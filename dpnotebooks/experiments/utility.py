@@ -13,8 +13,7 @@ from ..core.backend import to_numpy
 from ..problems.base import Logistic
 from ..problems.dataset import Dataset, BREAST_CANCER_MEAN, BREAST_CANCER_STD, optional_import, one_hot
 from ..problems.multinomial import Multinomial
-from ..algorithms.softmax_mlp import SoftmaxMLP
-from ..algorithms.dpsgd import MLP
+from ..algorithms.deep_mlp import make_mlp
 from ..problems.data import code_labels, train_test_split, public_scaler
 from ..planning.minimize import minimize
 from ..engine.registry import InsufficientDataError
@@ -95,16 +94,16 @@ MODELS = ("logistic", "mlp")
 REFERENCE = dict(C=1.0, lr=0.1, batch_size=64, epochs=10, sampling="poisson")   # Opacus' MNIST example: max_grad_norm 1, lr 0.1, batch 64, 10 epochs
 REFERENCE_GRID = {"lr": [0.1, 0.5, 2.0], "C": [0.1, 1.0], "epochs": [10, 30]}      # the reference's configurations, best picked on the test split
 
-def mlp_problem(train:Dataset, hidden:int=32):
-    "The MLP p-hidden-1 of `13_dpsgd` (ReLU, biases, logistic loss on the ±1 labels; He init from the public seed 0): DP-SGD's fused clipping."
-    return MLP(train, hidden=hidden, seed=0)
+def mlp_problem(train:Dataset, hidden=32, k:int=2):
+    "The built-in MLP (`make_mlp`: ReLU, biases; logistic loss on ±1 labels, softmax over k > 2 classes; He init from the public seed 0): DP-SGD's fused clipping."
+    return make_mlp(train, hidden, k=k, seed=0)
 
 @functools.lru_cache(maxsize=8)
 def utility_problem(name:str, model:str="logistic", split_seed:int=0):
-    "The training problem of a task: `logistic` (softmax for k > 2 classes) on its training split, or the MLP (`SoftmaxMLP` for k > 2)."
+    "The training problem of a task: `logistic` (softmax for k > 2 classes) on its training split, or the MLP (k outputs for k > 2)."
     task, k = utility_task(name, split_seed), UTILITY_CLASSES.get(name, 2)
     if model == "logistic": return Logistic(task.train) if k == 2 else Multinomial(task.train, k)
-    if model == "mlp": return mlp_problem(task.train) if k == 2 else SoftmaxMLP(task.train, k, hidden=32, seed=0)
+    if model == "mlp": return mlp_problem(task.train, k=k)
     raise ValueError(f"Unknown model {model!r}. Available: {', '.join(MODELS)}.")
 
 # %% ../../nbs/experiments/63_utility.ipynb #1603ee21
