@@ -48,7 +48,7 @@ def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`; a `clippe
     if getattr(x, "ndim", 1) != 1: fused = None      # an iterate with a leading trials axis (the audits' widened noise): grad_each broadcasts it
     if fused is not None and alpha == 0: rows = b    # a fused sum at x forms no (rows, d) array: one call for the batch
     dt, dev = get_dtype(), get_device()
-    total, count = xp.zeros(d, dtype=dt, device=dev), ClipCounter()
+    total, count = None, ClipCounter()
     for lo in range(0, b, rows):
         sub = batch if rows >= b else batch[lo:min(lo + rows, b)]                   # one block: no copy
         if fused is not None and not rng.secure: S, c = fused(x, sub, clip, alpha=alpha, rng=rng.child(lo))   # the perturbation's law, fewer draws
@@ -57,8 +57,9 @@ def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`; a `clippe
             Y = rng.child(lo).ball((len(sub), 1), d, alpha) if alpha > 0 else None
             G, c = fo_grad_clipped(problem, asarray(x) + (Y if Y is not None else xp.zeros((len(sub), 1, d), dtype=dt, device=dev)), sub, clip)
             S = xp.sum(G, axis=(0, 1))
-        total, count = total + S, count.add(c)
-    return total, count
+        S = S if S.dtype == dt else xp.astype(S, dt)
+        total, count = S if total is None else total + S, count.add(c)           # one block: its sum is the total, no copy
+    return (xp.zeros(d, dtype=dt, device=dev) if total is None else total), count
 
 # %% ../../nbs/algorithms/13_dpsgd.ipynb #d1368047
 class MLP(Problem):
@@ -281,6 +282,13 @@ def dp_sgd(problem, # a `Problem` (needs `grad_each`, `dim`, `x0`)
     return DPSGDOutput(to_numpy(s.x_sum / (steps - steps // 2)), to_numpy(s.x), int(steps), s.norms, s.counter)
 
 # %% ../../nbs/algorithms/13_dpsgd.ipynb #93e196da
+def _released(S, noise, batch_size:int, sampling:str):
+    "The released gradient: (S + noise)/B under Poisson sampling (noise on the sum), S/B + noise under shuffling; in place on the fresh noise."
+    if noise is None: return S / batch_size
+    if sampling == "shuffle": noise += S / batch_size
+    else: noise += S; noise /= batch_size
+    return noise
+
 def _dpsgd_step(s:DPSGDState, t:int, problem, data, batch_size, lr, clip, sigma, alpha, sampling, radius, tail, epochs) -> DPSGDState:
     "Step t of DP-SGD (Abadi et al. 2016, Alg. 1) at perturbed points."
     n, d = data.n, s.x.shape[0]
@@ -290,8 +298,8 @@ def _dpsgd_step(s:DPSGDState, t:int, problem, data, batch_size, lr, clip, sigma,
         idx = epochs[epoch][k]
     else: idx = _poisson_batch(n, batch_size / n, t, s.rng)
     S, c = clipped_grad_sum(problem, s.x, data.batch(idx), clip, alpha, s.rng.child(DPSGD_STREAM, 2, t))
-    noise = s.rng.child(DPSGD_STREAM, 3, t).normal(d, scale=sigma, dtype=NOISE_DTYPE) if sigma > 0 else 0.0
-    g = S / batch_size + noise if sampling == "shuffle" else (S + noise) / batch_size
+    noise = s.rng.child(DPSGD_STREAM, 3, t).normal(d, scale=sigma, dtype=NOISE_DTYPE) if sigma > 0 else None
+    g = _released(S, noise, batch_size, sampling)
     x = s.x - lr * g
     if radius is not None: x = clip_ball(x, radius)
     s.norms[t - 1] = float(get_xp().sqrt(get_xp().sum(g * g)))    # no BLAS call: its threads, woken each step, slowed a PyTorch model's steps 4×

@@ -48,19 +48,19 @@ def _linear_sums(m, U, g, c, P):
 
 
 # %% ../../nbs/problems/04j_torch_ghost.ipynb #23ef875e
-# ---- Conv1d / Conv2d (groups 1, zero padding): per-sample products by one grouped convolution, or patches U and Gram matrices
+# ---- Conv1d / Conv2d (groups 1, zero padding): per-sample products by one grouped weight gradient, or patches U and Gram matrices
 def _conv_args(m, a) -> tuple:
     "The input as a 4-d batch and the convolution's (kernel, stride, padding, dilation) in two dimensions (Conv1d: a height of one)."
     if a.dim() == 3: return a.unsqueeze(2), (1,) + m.kernel_size, (1,) + m.stride, (0,) + m.padding, (1,) + m.dilation
     return a, m.kernel_size, m.stride, m.padding, m.dilation
 def _conv_prepare(m, a): return a
 def conv_per_sample(m, a, g):
-    "Per-sample weight gradients (B, cout, cin·k) of a convolution: the inputs convolved with the output gradients, the batch as groups (Rochette et al. 2019)."
+    "Per-sample weight gradients (B, cout, cin·k) of a convolution: its weight-gradient kernel with the batch as groups (Rochette et al. 2019)."
     import torch
-    a4, ks, st, pd, dl = _conv_args(m, a); B, cout = g.shape[0], g.shape[1]
-    g4 = g.reshape(B * cout, 1, -1, g.shape[-1])                         # one filter per (sample, output channel)
-    w = torch.nn.functional.conv2d(a4.transpose(0, 1), g4, stride=dl, padding=pd, dilation=st, groups=B)[..., :ks[0], :ks[1]]
-    return w.reshape(a4.shape[1], B, cout, ks[0] * ks[1]).permute(1, 2, 0, 3).reshape(B, cout, -1)
+    a4, ks, st, pd, dl = _conv_args(m, a); B, cout, cin = g.shape[0], g.shape[1], a4.shape[1]
+    g4 = g.reshape(1, B * cout, -1, g.shape[-1]); x4 = a4.reshape(1, B * cin, *a4.shape[2:])     # sample b: input channels b·cin…, filters b·cout…
+    w = torch.nn.grad.conv2d_weight(x4, (B * cout, cin) + tuple(ks), g4, st, pd, dl, B)
+    return w.reshape(B, cout, -1)
 def _conv_norms2(m, a, g):
     import torch
     B, cout = g.shape[0], g.shape[1]; T = g[0, 0].numel(); k = m.weight[0].numel()
