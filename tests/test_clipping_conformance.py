@@ -162,3 +162,24 @@ def test_the_harness_catches_a_wrong_clip():
     kept = np.where(np.isnan(G), 0.0, G)                                            # a path that zeroes the NaN entry only, not its row
     assert not np.allclose(reference(kept, CLIP)[0], reference(G, CLIP)[0], rtol=1e-10)
     assert reference(G, CLIP, "zero")[1:] == (0, 2) and reference(G, CLIP, "clip")[1:] == (1, 1)   # the overflowing row: zeroed, or clipped
+
+
+@pytest.mark.parametrize("name", ["mlp (fused)", "torch cnn (ghost)"])
+def test_every_first_order_algorithm_takes_the_fused_sum(name):
+    """DP-SGD at α = 0, SpiderBoost's checkpoint gradient and the convex/GLM gradient steps all release `fo_sum_clipped`, which takes the
+    problem's fused sum: with per-sample gradients forbidden they still run, and give the materialized reference."""
+    from dpnotebooks.algorithms.dpsgd import clipped_grad_sum
+    from dpnotebooks.algorithms.spiderboost import clipped_mean_gradient
+    from dpnotebooks.algorithms.convex_glm import clipped_mean_grad
+    from dpnotebooks.core.backend import make_rng
+    A, y = rows(np.float64)
+    problem = PROBLEMS[name][0](A, y)
+    x = np.asarray(to_numpy(problem.x0), dtype=np.float64) + 0.05
+    want, clipped, _ = reference(per_sample(problem, x, problem.data), CLIP, PROBLEMS[name][1], np.float64, A)
+    def forbidden(*a, **k): raise AssertionError("a per-sample gradient was materialized")
+    problem.grad_each = forbidden
+    n = len(problem.data)
+    for got, scale in [(clipped_grad_sum(problem, x, problem.data, CLIP, 0.0, make_rng(0)), 1.0),
+                       (clipped_mean_gradient(problem, x, problem.data, CLIP), n), (clipped_mean_grad(problem, x, problem.data, CLIP), n)]:
+        np.testing.assert_allclose(scale * np.asarray(to_numpy(got[0])), want, rtol=1e-10, atol=1e-10 * CLIP)
+        assert got[1].clipped == clipped and got[1].total == n

@@ -12,7 +12,7 @@ import numpy as np
 from ..core.backend import get_xp, get_device, get_dtype, asarray, to_numpy, make_rng, NOISE_DTYPE
 from ..core.validation import check_positive, check_count, check_delta
 from ..privacy.ledger import Release, Ledger
-from ..privacy.clipping import ClipCounter, clip_rows, fo_grad_clipped
+from ..privacy.clipping import ClipCounter, clip_rows, fo_sum_clipped
 from ..core.streams import DataStream
 from ..problems.base import LinearModel
 from ..problems.dataset import Dataset
@@ -38,14 +38,9 @@ def clipped_mean_grad(problem, # a `Problem` (needs `grad_each`, `dim`)
                       clip:float, # per-sample gradient norm bound C
                       chunk:int=2**22, # max floats per array of per-sample gradients
                      ) -> tuple: # (mean_i clip_C ∇f(w; x_i) of shape (d,), ClipCounter)
-    "Mean over the batch of per-sample gradients clipped to norm C: replace-one sensitivity 2C/m (ABGGMU Lemma D.3)."
-    xp, d, m = get_xp(), int(problem.dim), len(batch)
-    rows, total, count = max(1, int(chunk) // d), xp.zeros(d, dtype=get_dtype(), device=get_device()), ClipCounter()
-    for lo in range(0, m, rows):
-        sub = batch[lo:min(m, lo + rows)]                                   # in bounds (the standard refuses a stop past the end)
-        G, c = fo_grad_clipped(problem, xp.broadcast_to(asarray(w), (len(sub), 1, d)), sub, clip)
-        total, count = total + xp.sum(G, axis=(0, 1)), count.add(c)
-    return total / m, count
+    "Mean over the batch of per-sample gradients clipped to norm C: replace-one sensitivity 2C/m (ABGGMU Lemma D.3); `fo_sum_clipped`, fused where the problem has it."
+    total, count = fo_sum_clipped(problem, w, batch, clip, chunk)
+    return total / len(batch), count
 
 # %% ../../nbs/algorithms/22_convex_glm.ipynb #ef8458f2
 def regularizer_grad(w, # the point, shape (d,)

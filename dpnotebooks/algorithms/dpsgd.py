@@ -12,7 +12,7 @@ import numpy as np
 from ..core.backend import get_xp, get_device, get_dtype, asarray, to_numpy, make_rng, einsum, NOISE_DTYPE
 from ..core.validation import check_positive, check_count
 from ..privacy.ledger import Release, Ledger
-from ..privacy.clipping import ClipCounter, Clipped, fo_grad_clipped, row_norms
+from ..privacy.clipping import ClipCounter, Clipped, fo_grad_clipped, fo_sum_clipped, row_norms
 from ..core.streams import MultiPassView
 from ..problems.base import Problem, check_points
 from ..problems.dataset import Dataset
@@ -42,11 +42,11 @@ def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`; a `clippe
                      chunk:int=2**22, # max floats per array of points
                     ) -> tuple: # (Σ_i clip_C ∇f(x + y_i; ξ_i) of shape (d,), ClipCounter)
     "Sum over the batch of per-sample gradients at x + y_i, y_i ~ U(B_α), each clipped to norm C (Abadi et al. 2016, Alg. 1)."
+    if alpha == 0 and getattr(x, "ndim", 1) == 1: return fo_sum_clipped(problem, x, batch, clip, chunk)   # at x: the one clipped sum of 01b_clipping
     xp, d, b = get_xp(), int(problem.dim), len(batch)
     rows, fused = max(1, int(chunk) // d), problem.clipped_sum if capabilities(problem)["clipped_sum"] else None
     if alpha != 0 and not getattr(problem, "clipped_sum_perturbs", True): fused = None   # a fused path at x only (04e_losses)
     if getattr(x, "ndim", 1) != 1: fused = None      # an iterate with a leading trials axis (the audits' widened noise): grad_each broadcasts it
-    if fused is not None and alpha == 0: rows = b    # a fused sum at x forms no (rows, d) array: one call for the batch
     dt, dev = get_dtype(), get_device()
     total, count = None, ClipCounter()
     for lo in range(0, b, rows):

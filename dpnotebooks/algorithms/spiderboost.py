@@ -13,7 +13,7 @@ from ..core.backend import get_xp, get_device, get_dtype, backend_dtype, asarray
 from ..privacy.accounting import DEFAULT_ACCOUNTANT
 from ..core.validation import check_positive, check_count, check_delta
 from ..privacy.ledger import Release, Ledger, calibrate_ledger
-from ..privacy.clipping import ClipCounter, clip_rows
+from ..privacy.clipping import ClipCounter, clip_rows, fo_sum_clipped
 from ..core.streams import DataStream, MultiPassView
 from ..problems.base import LinearModel
 from ..problems.dataset import Dataset
@@ -42,14 +42,9 @@ def clipped_mean_gradient(problem, # a `Problem` with `grad_each`
                           L0:float, # per-sample gradient clip bound (the Lipschitz constant L0)
                           b:int|None=None, # divide the sum by b (default m: the batch mean; Poisson: the expected size)
                          ) -> tuple: # ((1/b) Σ clip_{L0} ∇f(w;x), ClipCounter)
-    "Checkpoint / root gradient of ABGGMU Alg. 1 line 9 and Alg. 2 line 6, each per-sample gradient clipped to L0."
-    xp, d, m = get_xp(), int(problem.dim), len(batch)
-    total, count = xp.zeros(d, dtype=get_dtype(), device=get_device()), ClipCounter()
-    for lo, hi in row_chunks(m, d, 1):
-        sub = batch[lo:hi]
-        c = clip_rows(problem.grad_each(xp.broadcast_to(asarray(w), (hi - lo, 1, d)), sub)[:, 0, :], L0)
-        total, count = total + xp.sum(c.values, axis=0), count.add(c)
-    return total / float(b if b is not None else max(m, 1)), count
+    "Checkpoint / root gradient of ABGGMU Alg. 1 line 9 and Alg. 2 line 6, each per-sample gradient clipped to L0 (`fo_sum_clipped`: fused where the problem has it)."
+    total, count = fo_sum_clipped(problem, w, batch, L0)
+    return total / float(b if b is not None else max(len(batch), 1)), count
 
 # %% ../../nbs/algorithms/20_spiderboost.ipynb #5508c08f
 def clipped_mean_difference(problem, # a `Problem` with `grad_each`

@@ -9,13 +9,13 @@ from __future__ import annotations
 import math, numbers, warnings
 from typing import NamedTuple
 import numpy as np
-from ..core.backend import get_xp, asarray, vnorm, norms_last
+from ..core.backend import get_xp, get_dtype, get_device, asarray, vnorm, norms_last
 from ..core.validation import check_bound
 from ..core.smoothing import two_point_differences, shifted_differences, zo_from_differences
 
 # %% auto #0
 __all__ = ['Clipped', 'zero_nonfinite', 'clip_values', 'row_norms', 'clip_rows', 'ClippingWarning', 'ClipCounter',
-           'warn_clipping', 'zo_two_point_clipped', 'zo_difference_clipped', 'fo_grad_clipped']
+           'warn_clipping', 'zo_two_point_clipped', 'zo_difference_clipped', 'fo_grad_clipped', 'fo_sum_clipped']
 
 # %% ../../nbs/privacy/01b_clipping.ipynb #9db3daf6
 class Clipped(NamedTuple):
@@ -148,3 +148,23 @@ def fo_grad_clipped(problem, # a `Problem`
     L = problem.L if L is None else L
     c = clip_rows(problem.grad_each(asarray(X), batch), L)
     return c.values, c
+
+# %% ../../nbs/privacy/01b_clipping.ipynb #d3114f59
+def fo_sum_clipped(problem, # a `Problem`; its `clipped_sum(x, batch, clip)` is used where it has one
+                   x, # the point, shape (d,)
+                   batch, # a `Dataset` of b ≥ 0 samples
+                   clip:float, # the per-sample norm bound C
+                   chunk:int=2**22, # max floats per array of per-sample gradients (materialized path)
+                  ) -> tuple: # (Σ_i clip_C ∇f(x; ξ_i), shape (d,) in the active dtype; ClipCounter)
+    "The clipped per-sample gradient sum at one point (Abadi et al. 2016, Alg. 1): the problem's fused sum, else gradients in blocks."
+    xp, d, b, dt = get_xp(), int(problem.dim), len(batch), get_dtype()
+    fused = getattr(problem, "clipped_sum", None)
+    if callable(fused) and b: parts = [fused(x, batch, clip)]
+    else: parts = (fo_grad_clipped(problem, xp.broadcast_to(asarray(x), (min(b, lo + max(1, chunk // d)) - lo, 1, d)),
+                                   batch[lo:min(b, lo + max(1, chunk // d))], clip) for lo in range(0, b, max(1, chunk // d)))
+    total, count = None, ClipCounter()
+    for S, c in parts:
+        S = xp.sum(S, axis=(0, 1)) if S.ndim == 3 else S                         # a block's (rows, 1, d) gradients, or a fused (d,) sum
+        S = S if S.dtype == dt else xp.astype(S, dt)
+        total, count = S if total is None else total + S, count.add(c)
+    return (xp.zeros(d, dtype=dt, device=get_device()) if total is None else total), count
