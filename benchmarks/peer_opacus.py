@@ -316,11 +316,16 @@ def ours_steps(kind:str, B:int):
         with use_backend("numpy", "float64"): dp_sgd(prob, prob.data, MODEL_STEPS, B, LR, CLIP, SIGMA, sampling="poisson", rng=0)
     return run, prob.clipping_path
 
+MEMORY_PROBES = 3   # fresh processes per mode; the median is reported (one probe's peak varies by tens of MiB with the allocator's caching)
+
 def peak_memory(kind:str, B:int, mode:str) -> float:
-    "MiB the process's peak resident memory grows by over MODEL_STEPS steps after the setup, measured in a fresh process."
-    out = subprocess.run([sys.executable, __file__, "--memory-probe", f"{kind},{B},{mode}", "--threads", str(_threads_arg())], capture_output=True, text=True)
-    if out.returncode: raise RuntimeError(out.stderr[-2000:])
-    return float(out.stdout.strip().splitlines()[-1])
+    "MiB the process's peak resident memory grows by over MODEL_STEPS steps after the setup: the median of MEMORY_PROBES fresh processes."
+    peaks = []
+    for _ in range(MEMORY_PROBES):
+        out = subprocess.run([sys.executable, __file__, "--memory-probe", f"{kind},{B},{mode}", "--threads", str(_threads_arg())], capture_output=True, text=True)
+        if out.returncode: raise RuntimeError(out.stderr[-2000:])
+        peaks.append(float(out.stdout.strip().splitlines()[-1]))
+    return float(np.median(peaks))
 
 def _rss() -> int:
     "Resident bytes of this process now (/proc/self/statm)."
@@ -347,7 +352,7 @@ def model_table(batches, repeat:int) -> list:
              "backward). dpnotebooks: `dp_sgd` on `from_torch(model, dtype='float32')`, ghost clipping's layer rules (`04j_torch_ghost`; the noise "
              "is drawn in float64, as for every run). Models: MLP 100-256-256-1 on 20,000 rows; CNN `Conv2d(1, 8, 3)`, `Conv2d(8, 16, 3)`, ReLUs, "
              "a linear head, on 16×16 images (10,000 rows). Peak memory: the resident memory's peak over the steps above its level before them "
-             "(sampled every millisecond), each in a fresh process. Targets: ratio ≥ 1.5 at B = 256, ≥ 1 at B = 64 and 1024, peak memory ≤ Opacus ghost's.", "",
+             f"(sampled every millisecond), in a fresh process, the median of {MEMORY_PROBES}. Targets: ratio ≥ 1.5 at B = 256, ≥ 1 at B = 64 and 1024, peak memory ≤ Opacus ghost's.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     if not (_have("torch") and _have("opacus")): return lines + ["| torch or opacus not installed: nothing measured | | | | | | |", ""]
     for kind in ("mlp", "cnn"):
@@ -412,7 +417,7 @@ def grad_table(tasks, B:int, repeat:int) -> list:
     lines = [f"## Per-sample gradients against one batched forward+backward (B = {B} rows, one point, {max(GRAD_REPEAT, repeat)} interleaved repeats)", "",
              "Unavoidable work: one batched gradient of the same shapes (`full_grad` for the built-in models, autograd of the mean loss "
              "for the adapters). `each` = materialized per-sample gradients (`grad_each`); `fused` = the clipped per-sample sum "
-             "(`MLP.clipped_sum`; `FrameworkLoss.clipped_sum` for the adapters: ghost clipping of dense layers), what DP-SGD runs, from numpy arrays. from_jax, timed in one interleaving: our clipped sum from numpy against the reference on device arrays (no host copies: a conservative ratio), both from numpy arrays to a numpy result (as DP-SGD calls it), and both on device arrays (the jitted computations alone); the last two are like for like. `spread`: the fused ratio within each tenth of the repeats, min–max. Target: ratio ≤ 1.5.", "",
+             "(`MLP.clipped_sum`; `FrameworkLoss.clipped_sum` for the adapters: ghost clipping, here of dense layers), what DP-SGD runs, from numpy arrays. from_jax, timed in one interleaving: our clipped sum from numpy against the reference on device arrays (no host copies: a conservative ratio), both from numpy arrays to a numpy result (as DP-SGD calls it), and both on device arrays (the jitted computations alone); the last two are like for like. `spread`: the fused ratio within each tenth of the repeats, min–max. Target: ratio ≤ 1.5.", "",
              "| task | model | dtype | dim | batched ms | grad_each ms | ratio | fused clipped sum ms | ratio | spread |", "|---|---|---|---|---|---|---|---|---|---|"]
     for task in tasks:
         for r in grad_rows(task, min(B, len(task.train)), max(GRAD_REPEAT, repeat)):
