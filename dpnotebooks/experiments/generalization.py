@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numpy as np
 from scipy.stats import t as t_dist
-from ..core.backend import to_numpy
+from ..core.backend import to_numpy, asarray, get_xp
 from ..planning.minimize import minimize
 from ..engine.registry import InsufficientDataError
 from ..problems.stationarity import goldstein_certificate
@@ -17,7 +17,8 @@ from .sample_complexity import planted_robust_regression, experiment_executor, R
 
 # %% auto #0
 __all__ = ['HELD_OUT_SEED', 'GEN_NS', 'GEN_DS', 'GEN_SETTINGS', 'held_out', 't_interval', 'prop51_term', 'transfer_check',
-           'score_generalization_run', 'generalization_experiment', 'format_generalization', 'plot_generalization']
+           'deviation_law', 'score_generalization_run', 'generalization_experiment', 'format_generalization',
+           'plot_generalization']
 
 # %% ../../nbs/experiments/64_generalization.ipynb #8784a62f
 HELD_OUT_SEED = 2 * 10**6   # offset of the held-out samples' seeds (the training sample of seed s is drawn with seed s)
@@ -56,6 +57,23 @@ def transfer_check(train, # the training problem (F̂)
     G_hat, G = to_numpy(train.full_grad(cert.points)), to_numpy(population.full_grad(cert.points))
     dev = float(np.linalg.norm(G_hat - G, axis=1).max())
     return dict(transfer=float(np.linalg.norm(cert.weights @ G)), uniform_deviation=dev)
+
+# %% ../../nbs/experiments/64_generalization.ipynb #70e8ec39
+def deviation_law(train, # the training problem (F̂, n rows)
+                  population, # a sample standing for F (N rows), drawn independently of `train`
+                  points, # the points y_1..y_K, shape (K, d), chosen independently of both samples
+                  chunk:int=500, # population rows per block of per-sample gradients
+                 ) -> dict: # mean_sq_deviation, and its prediction tr Cov(∇f)(1/n + 1/N) averaged over the points
+    "The mean over the points of ||∇F̂(y) − ∇F(y)||², beside the variance law of a mean of n i.i.d. gradients (KLT Prop. 5.1's proof step)."
+    xp, Y = get_xp(), asarray(points); K, d, N = Y.shape[0], Y.shape[1], len(population.data)
+    mean = to_numpy(population.full_grad(Y))
+    dev2 = float((np.linalg.norm(to_numpy(train.full_grad(Y)) - mean, axis=1) ** 2).mean())
+    sq = np.zeros(K)
+    for lo in range(0, N, chunk):
+        sub = population.data[lo:min(N, lo + chunk)]
+        sq += (to_numpy(population.grad_each(xp.broadcast_to(Y, (len(sub), K, d)), sub)) ** 2).sum((0, 2))
+    trcov = sq / N - (mean ** 2).sum(1)
+    return dict(mean_sq_deviation=dev2, predicted=float(trcov.mean() * (1 / len(train.data) + 1 / N)))
 
 # %% ../../nbs/experiments/64_generalization.ipynb #e3cb07f6
 def score_generalization_run(n:int, d:int, epsilon:float, delta:float, alpha:float, # what klt-multi-pass is asked

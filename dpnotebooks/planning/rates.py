@@ -132,7 +132,9 @@ def _klt_rows() -> list:
     R, multi = RateRow, _by_recipe("klt-multi-pass", max_steps=None)
     return [
         R("KLT (001) Thm 3.1, single pass", "goldstein", "both", "zeroth", True, "upper", "√d/(αβ³) + d/(εαβ²)", f"{_K}, row KLT (001) Thm 3.1 / 6.1",
-          _by_recipe("klt-single-pass"), "klt-single-pass", _G2, "KLT (001) Thm 3.1", _DP),
+          _by_recipe("klt-single-pass"), "klt-single-pass", _G2, "KLT (001) Thm 3.1", _DP,
+          erratum="a library choice, not the paper's: the increment reuses its m directions at z_t and z_{t−1} (directions='shared'); "
+                  "the paper draws 2m independent ones (directions='independent')"),
         R("KLT (001) Thm 6.1, first order", "goldstein", "both", "first", True, "upper", "√d/(αβ³) + d/(εαβ²)", f"{_K}, row KLT (001) Thm 3.1 / 6.1",
           _by_recipe("klt-first-order"), "klt-first-order", _G2, "KLT (001) Thm 6.1", _DP),
         R("KLT (001) Thm 4.1, multi pass", "goldstein", "ERM", "zeroth", True, "upper", "d^{3/4}/(εα^{1/2}β^{3/2})", f"{_K}, row KLT Thm 4.1",
