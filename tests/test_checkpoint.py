@@ -18,6 +18,7 @@ RUNS = {
     "klt-single-pass": ("robust-regression", 3000, 4, dict(epsilon=2, delta=1e-5), {}),
     "klt-first-order": ("robust-regression", 3000, 4, dict(epsilon=2, delta=1e-5), dict(m=16)),
     "ztc": ("robust-regression", 3000, 4, dict(epsilon=2, delta=1e-5), {}),
+    "ztc-sharp": ("robust-regression", 3000, 16, dict(epsilon=2, delta=1e-5), {}),   # d = 16: κ < 1 (at d = 4 it is ZTC)
     "ztc-naive": ("robust-regression", 3000, 4, dict(epsilon=2, delta=1e-5), {}),
     "o2nc-nonprivate": ("robust-regression", 2000, 3, dict(epsilon=None, delta=None), {}),
     "klt-multi-pass": ("robust-regression", 500, 4, dict(epsilon=4, delta=1e-5), dict(m=8, max_steps=60)),

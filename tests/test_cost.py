@@ -20,7 +20,7 @@ def guarded(problem): return with_data(problem, Untouchable(problem.data.A, prob
 
 # one request each algorithm can plan at a small size
 REQUESTS = {"klt-single-pass": ("robust-regression", {}), "klt-multi-pass": ("robust-regression", {}),
-            "klt-first-order": ("robust-regression", {}), "ztc": ("robust-regression", {}), "ztc-naive": ("robust-regression", {}),
+            "klt-first-order": ("robust-regression", {}), "ztc": ("robust-regression", {}), "ztc-sharp": ("robust-regression", {}), "ztc-naive": ("robust-regression", {}),
             "o2nc-nonprivate": ("robust-regression", {}), "dp-sgd": ("logistic", {}), "abggmu-spider": ("sigmoid-glm", {}),
             "abggmu-tree-spider": ("sigmoid-glm", {}), "abggmu-convex": ("logistic", {}), "abggmu-glm": ("logistic", dict(rank=3)),
             "lt-sosp": ("saddle", dict(alpha=0.2)), "lt-sosp-erm": ("saddle", dict(alpha=0.2)), "ganesh-sosp": ("saddle", dict(alpha=0.2)), "lt-sosp-nonprivate": ("saddle", dict(alpha=0.2))}

@@ -1,6 +1,6 @@
 """Seeded runs of every registered algorithm repeat the outputs recorded at commit aa568d1 (tests/golden/record.py
 wrote tests/golden/seeded_outputs.json there, on an Intel Xeon; dp-sgd's entry re-recorded for its current
-defaults and fused clipped sum), to the tolerances across machines of tests/golden/record.py: the released point
+defaults and fused clipped sum; ztc-sharp's entry added when it was registered), to the tolerances across machines of tests/golden/record.py: the released point
 to 1e-9 relative, ε spent and every number of the ledger to 1e-9, the data use exactly. Bit for bit is what a seed promises
 on one machine: a run repeated in this process is checked to the bit here, a resumed one in test_checkpoint.py. The
 tolerance is checked both ways: a one-ulp change everywhere passes, a step size changed by one part in a million, another

@@ -17,6 +17,7 @@ SETUPS = {  # algorithm: (n, overrides) on robust-regression, d = 4
     "klt-single-pass": (20000, {}),
     "klt-first-order": (20000, dict(m=64)),
     "ztc": (20000, {}),
+    "ztc-sharp": (20000, {}),
     "ztc-naive": (20000, {}),
     "klt-multi-pass": (1000, dict(m=32, max_steps=300)),
     "dp-sgd": (20000, {}),

@@ -92,7 +92,7 @@ def test_calibration_meets_its_target(eps, delta, s, k, length):
 
 # algorithm: (problem it is planned for, recipe constants); every registered algorithm
 PLANNED = {
-    "klt-single-pass": ("robust-regression", {}), "klt-first-order": ("robust-regression", {}), "ztc": ("robust-regression", {}),
+    "klt-single-pass": ("robust-regression", {}), "klt-first-order": ("robust-regression", {}), "ztc": ("robust-regression", {}), "ztc-sharp": ("robust-regression", {}),
     "ztc-naive": ("robust-regression", {}), "o2nc-nonprivate": ("robust-regression", {}),
     "klt-multi-pass": ("robust-regression", dict(m=8, max_steps=60)), "dp-sgd": ("robust-regression", {}),
     "abggmu-spider": ("sigmoid-glm", {}), "abggmu-tree-spider": ("sigmoid-glm", {}),
@@ -109,8 +109,8 @@ def _theorem_constraints(name, plan):
     p = plan.params
     assert type(p) is ALGORITHMS[name].params                                          # the record the registry names
     if name.startswith("klt-"): assert p.M * p.D <= alpha / 4 * (1 + 1e-9)             # KLT: a block of M steps of length ≤ D stays within α/4
-    if name in ("ztc", "ztc-naive", "o2nc-nonprivate"): assert p.M * p.D <= alpha * (1 + 1e-9)   # ZTC: one period moves ≤ α
-    if name == "ztc": assert p.restart and p.M == p.period
+    if name in ("ztc", "ztc-sharp", "ztc-naive", "o2nc-nonprivate"): assert p.M * p.D <= alpha * (1 + 1e-9)   # ZTC: one period moves ≤ α
+    if name in ("ztc", "ztc-sharp"): assert p.restart and p.M == p.period
     if name == "dp-sgd": assert 1 <= p.batch <= n
     if name == "abggmu-glm": assert 1 <= p.k; p = p.inner
     if name in ("abggmu-spider", "abggmu-glm") and type(p).__name__ == "SpiderParams":

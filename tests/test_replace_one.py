@@ -12,7 +12,7 @@ from dpnotebooks.problems.base import get_problem
 DELTA = 1e-6
 SETUPS = {  # algorithm -> (problem, n, plan arguments)
     "klt-single-pass": ("robust-regression", 4000, dict(alpha=0.1)), "klt-first-order": ("robust-regression", 4000, dict(alpha=0.1)),
-    "klt-multi-pass": ("robust-regression", 1000, dict(alpha=0.1, max_steps=200)), "ztc": ("robust-regression", 4000, dict(alpha=0.1)),
+    "klt-multi-pass": ("robust-regression", 1000, dict(alpha=0.1, max_steps=200)), "ztc": ("robust-regression", 4000, dict(alpha=0.1)), "ztc-sharp": ("robust-regression", 4000, dict(alpha=0.1)),
     "ztc-naive": ("robust-regression", 4000, dict(alpha=0.1)), "dp-sgd": ("logistic", 4000, dict(alpha=0.1)),
     "dp-sgd-poisson": ("logistic", 4000, dict(alpha=0.1, sampling="poisson")),
     "abggmu-spider": ("logistic", 4000, dict(L1=0.25)), "abggmu-tree-spider": ("logistic", 40000, dict(L1=0.25)),

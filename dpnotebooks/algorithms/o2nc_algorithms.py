@@ -19,9 +19,10 @@ from ..engine.registry import (Plan, InsufficientDataError, choose_target, Algor
 from .o2nc import o2nc, periodic_samples
 
 # %% auto #0
-__all__ = ['KLT_SINGLE_PASS', 'KLT_MULTI_PASS', 'KLT_FIRST_ORDER', 'ZTC', 'ZTC_NAIVE', 'O2NC_NONPRIVATE', 'O2NCParams',
-           'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate', 'klt_single_pass_recipe', 'klt_multi_pass_rate',
-           'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate', 'ztc_recipe', 'naive_rate', 'naive_recipe', 'o2nc_algorithm']
+__all__ = ['KLT_SINGLE_PASS', 'KLT_MULTI_PASS', 'KLT_FIRST_ORDER', 'ZTC', 'ZTC_SHARP', 'ZTC_NAIVE', 'O2NC_NONPRIVATE',
+           'O2NCParams', 'bernstein_m', 'zo_term_variance', 'klt_single_pass_rate', 'klt_single_pass_recipe',
+           'klt_multi_pass_rate', 'klt_multi_pass_recipe', 'ztc_rho', 'ztc_rate', 'ztc_recipe', 'ztc_sharp_recipe',
+           'naive_rate', 'naive_recipe', 'o2nc_algorithm']
 
 # %% ../../nbs/algorithms/14_o2nc_algorithms.ipynb #d343cb34
 class O2NCParams(NamedTuple):
@@ -264,32 +265,32 @@ def ztc_rho(epsilon:float, delta:float) -> float:
     "ZTC's ρ: the run is (a, aρ²/2)-RDP for all a, i.e. ρ²/2-zCDP, matching (ε, δ)-DP."
     return math.sqrt(2 * dp_to_zcdp(epsilon, delta))
 
-def ztc_rate(n, d, epsilon, delta, alpha, L=1.0, Phi=1.0) -> float:
-    "β̂(n) of ZTC Thm. 4.9 with T = max(T1, T2) (note §3, step (e)), constants 1."
+def ztc_rate(n, d, epsilon, delta, alpha, L=1.0, Phi=1.0, kappa:float=1.0) -> float:
+    "β̂(n) of ZTC Thm. 4.9 with T = max(T1, T2) (note §3, step (e)), constants 1; κ < 1: rows clipped at κ·dL (`ztc-sharp`)."
     A, rho = Phi + L * alpha, ztc_rho(epsilon, delta)
-    return (A * d * L**2 / (alpha * n)) ** (1 / 3) + (A * d**1.5 * L / (rho * alpha * n)) ** 0.5
+    return (A * d * L**2 / (alpha * n)) ** (1 / 3) + (A * kappa * d**1.5 * L / (rho * alpha * n)) ** 0.5
 
 # %% ../../nbs/algorithms/14_o2nc_algorithms.ipynb #5bf7e99f
-def _ztc_period(n, d, alpha, L, A, rho, T_rule) -> tuple:
-    "(T1, T2, Σ): ZTC Thm. 4.9's two period lengths and the one `T_rule` picks, at most n/2."
-    T1 = (math.sqrt(d) * L * alpha * n / A) ** (2 / 3); T2 = (d**1.5 * L * alpha * n / (A * rho)) ** 0.5
+def _ztc_period(n, d, alpha, L, A, rho, T_rule, kappa=1.0) -> tuple:
+    "(T1, T2, Σ): ZTC Thm. 4.9's two period lengths and the one `T_rule` picks, at most n/2 (κ: the row factor, `ztc-sharp`)."
+    T1 = (math.sqrt(d) * L * alpha * n / A) ** (2 / 3); T2 = (kappa * d**1.5 * L * alpha * n / (A * rho)) ** 0.5
     if T_rule not in ("max", "paper_min"): raise ValueError(f"`T_rule` must be 'max' or 'paper_min'. Found {T_rule!r}.")
     return T1, T2, int(min(max(1, round(max(T1, T2) if T_rule == "max" else min(T1, T2))), n // 2))
 
 # %% ../../nbs/algorithms/14_o2nc_algorithms.ipynb #49f5fd05
-def _ztc_params(n, d, epsilon, delta, alpha, L, Phi, accountant, T_rule, n_dirs) -> tuple:
+def _ztc_params(n, d, epsilon, delta, alpha, L, Phi, accountant, T_rule, n_dirs, kappa=1.0) -> tuple:
     "(`O2NCParams`, what was derived) of ZTC Thm. 4.9: the period, K periods that fit in n, the tree's σ and η."
     A, rho = Phi + L * alpha, ztc_rho(epsilon, delta)
-    T1, T2, period = _ztc_period(n, d, alpha, L, A, rho, T_rule)
+    T1, T2, period = _ztc_period(n, d, alpha, L, A, rho, T_rule, kappa)
     B1, B2 = period + 1, 1
     K = n // (B1 + B2 * (period - 1))
     if K < 1: raise InsufficientDataError(f"ztc: n = {n} is smaller than one period ({B1 + period - 1} samples). Use more data.")
     D = alpha / period
-    s = max(2 * d * L / B1, 4 * d * L * D / (B2 * alpha))                # Lemmas 3.1, 3.2 at ||w_t − w_{t−1}|| ≤ 2D
+    s = kappa * max(2 * d * L / B1, 4 * d * L * D / (B2 * alpha))        # Lemmas 3.1, 3.2 at ||w_t − w_{t−1}|| ≤ 2D (rows clipped at κ× them)
     sigma = calibrate_tree(epsilon, delta, s, period, accountant)
     G = math.sqrt(3 * (16 * d * L**2 / B1 + 64 * d * L**2 / (B2 * period) + L**2 + tree_levels(period) * d * sigma**2))
     return (O2NCParams(T=K * period, D=D, M=period, eta=D / (G * math.sqrt(period)), period=period, B1=B1, B2=B2,
-                       m=int(n_dirs or d), sigma=sigma, restart=True), dict(T1=T1, T2=T2, rho=rho, K=K, T_rule=T_rule, G=G))
+                       m=int(n_dirs or d), sigma=sigma, restart=True), dict(T1=T1, T2=T2, rho=rho, K=K, T_rule=T_rule, G=G, kappa=kappa))
 
 # %% ../../nbs/algorithms/14_o2nc_algorithms.ipynb #193ca090
 _ZTC_ERRATA = ("Thm. 4.9: T = max(T1, T2), not min", "Cor. 4.4: tree levels floor(log2 T)+1, not 2 ln T",
@@ -308,6 +309,20 @@ def ztc_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float
     params, derived = _ztc_params(n, d, epsilon, delta, alpha, L, Phi, accountant, T_rule, n_dirs)
     return make_plan("ztc", "ZTC Thm. 4.9 (Alg. 3 + 4 + 5)", n, d, epsilon, delta, alpha, beta, L, Phi, params,
                  rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, errata=_ZTC_ERRATA, derivation=derived)
+
+# %% ../../nbs/algorithms/14_o2nc_algorithms.ipynb #84ff59f3
+def ztc_sharp_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float, beta:float|None=None, L:float=1.0, Phi:float=1.0,
+                     accountant:str=DEFAULT_ACCOUNTANT, c_rate:float=1.0, T_rule:str="max", n_dirs:int|None=None) -> Plan:
+    "ZTC's recipe with per-sample rows clipped at κ = c/√m of their bound (`11b_ztc_sharp`): T₂, σ and the rate at sensitivity κ·s."
+    from dpnotebooks.algorithms.ztc_sharp import sharp_row_constant, SHARP_ETA
+    check_theorem_inputs(n, d, epsilon, delta, alpha, L, Phi)
+    m = int(n_dirs or d); kappa = sharp_row_constant(d, m, SHARP_ETA) / math.sqrt(m)
+    rate = lambda k: c_rate * ztc_rate(k, d, epsilon, delta, alpha, L, Phi, kappa)
+    beta, need, chosen = choose_target(rate, n, beta, "ztc-sharp")
+    params, derived = _ztc_params(n, d, epsilon, delta, alpha, L, Phi, accountant, T_rule, n_dirs, kappa)
+    return make_plan("ztc-sharp", "ZTC Thm. 4.9 with rows clipped at c·dL/√m (this project's sharpening)", n, d, epsilon, delta, alpha, beta, L, Phi,
+                     params, rate=rate(n), n_required=need, beta_chosen=chosen, accountant=accountant, derivation=derived,
+                     errata=_ZTC_ERRATA + ("rows clipped at c·dL/√m, c from matrix Chernoff (the project's, not the paper's)",))
 
 # %% ../../nbs/algorithms/14_o2nc_algorithms.ipynb #e45d4422
 def _naive_bound(T, n, d, alpha, L, Phi, B, rho):
@@ -415,6 +430,11 @@ def _build_ztc(problem, plan, rng):
     s, o = _stream(problem, rng), plan.params
     return ZTCOracle(problem, s, plan.alpha, o.period, o.B1, o.B2, o.sigma, o.D, n_dirs=o.m, L=plan.L, rng=rng.child(ORACLE_STREAM)), s
 
+def _build_ztc_sharp(problem, plan, rng):
+    from dpnotebooks.algorithms.ztc_sharp import ZTCSharpOracle
+    s, o = _stream(problem, rng), plan.params
+    return ZTCSharpOracle(problem, s, plan.alpha, o.period, o.B1, o.B2, o.sigma, o.D, n_dirs=o.m, L=plan.L, rng=rng.child(ORACLE_STREAM)), s
+
 def _build_naive(problem, plan, rng):
     from dpnotebooks.algorithms.ztc_oracle import ZTCNaiveOracle
     s = _stream(problem, rng)
@@ -460,6 +480,8 @@ KLT_FIRST_ORDER = o2nc_algorithm("klt-first-order", "KLT Thm. 6.1: O2NC + single
 ZTC = o2nc_algorithm("ztc", "ZTC Thm. 4.9: O2NC with restarts + variance-reduced zeroth-order oracle, tree per period", ztc_recipe, _build_ztc,
                      work=_ztc, knobs=("T", "m"),
                      audits=("ztc",))
+ZTC_SHARP = o2nc_algorithm("ztc-sharp", "ZTC with per-sample rows clipped at c·dL/√m, c from matrix Chernoff: noise √m/c smaller (the project's, not the paper's)",
+                           ztc_sharp_recipe, _build_ztc_sharp, work=_ztc, knobs=("T", "m"), audits=("ztc-sharp",))
 ZTC_NAIVE = o2nc_algorithm("ztc-naive", "ZTC App. E: O2NC + one-direction two-point oracle, fresh Gaussian noise each step", naive_recipe, _build_naive,
                            work=_naive, knobs=("T",),
                            audits=("ztc-naive",))

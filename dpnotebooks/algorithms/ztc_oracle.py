@@ -13,7 +13,7 @@ from ..core.backend import get_xp, get_device, get_dtype, asarray, vnorm, make_r
 from ..privacy.accounting import tree_levels
 from ..core.validation import check_positive, check_count
 from ..privacy.ledger import Release, Ledger
-from ..privacy.clipping import ClipCounter, clip_values, zo_two_point_clipped
+from ..privacy.clipping import ClipCounter, Clipped, clip_values, clip_rows, zo_two_point_clipped
 from ..core.smoothing import shifted_differences, zo_from_differences
 from ..privacy.tree import TreeMechanism
 from .o2nc import Oracle, TreeOracle, period_position
@@ -35,6 +35,12 @@ def _batch_mean(per_sample:Callable, batch, m:int, d:int, rng, chunk:int) -> tup
         total, counter = total + xp.sum(G, axis=0), counter.add(c)
     return total / b, counter
 
+def _row_clipped(G, c, bound:float|None) -> tuple:
+    "(rows, counts): each per-sample row clipped to `bound` as well, when one is given (`ztc-sharp`, `11b_ztc_sharp`)."
+    if bound is None: return G, c
+    r = clip_rows(G, bound)
+    return r.values, Clipped(None, c.clipped + r.clipped, c.total + r.total, c.nonfinite + r.nonfinite)
+
 # %% ../../nbs/algorithms/11a_ztc_oracle.ipynb #7e1d674b
 def ztc_grad(problem, # a `Problem` (needs `value_each`, `dim`, `L`)
              x, # the point w_1, shape (d,)
@@ -44,10 +50,12 @@ def ztc_grad(problem, # a `Problem` (needs `value_each`, `dim`, `L`)
              n_dirs:int|None=None, # directions per sample m (default d, the paper)
              L:float|None=None, # Lipschitz constant to enforce (default problem.L)
              chunk:int=2**22, # max floats per (b, 2m, d) array
+             row_factor:float=1.0, # < 1: each per-sample row also clipped to row_factor·dL (`ztc-sharp`)
             ) -> tuple: # (GRAD (d,), ClipCounter)
     "ZTC Alg. 1 GRAD: batch mean of two-point estimates, differences clipped to 2Lα so each per-sample term has norm ≤ dL."
     check_positive("alpha", alpha); d = problem.dim
-    per = lambda sub, U: zo_two_point_clipped(problem, x, sub, alpha, U, L)
+    bound = row_factor * d * (problem.L if L is None else L) if row_factor < 1 else None
+    per = lambda sub, U: _row_clipped(*zo_two_point_clipped(problem, x, sub, alpha, U, L), bound)
     return _batch_mean(per, batch, d if n_dirs is None else n_dirs, d, make_rng(rng), chunk)
 
 # %% ../../nbs/algorithms/11a_ztc_oracle.ipynb #ac8f9a77
@@ -61,6 +69,7 @@ def ztc_diff(problem, # a `Problem`
              L:float|None=None, # Lipschitz constant to enforce (default problem.L)
              max_gap:float=math.inf, # the planned bound on ||x − y|| (the oracle: 2D)
              chunk:int=2**22, # max floats per (b, 2m, d) array
+             row_factor:float=1.0, # < 1: each per-sample row also clipped to row_factor·dL·min(||x − y||, max_gap)/α (`ztc-sharp`)
             ) -> tuple: # (DIFF (d,), ClipCounter)
     "ZTC Alg. 2 DIFF: shared samples and directions, differences clipped to L·min(||x − y||, max_gap)."
     check_positive("alpha", alpha); d = problem.dim
@@ -69,7 +78,7 @@ def ztc_diff(problem, # a `Problem`
     bound = L * min(gap, max_gap)
     def per(sub, U):
         c = clip_values(shifted_differences(problem, x, y, sub, U, alpha), bound)
-        return zo_from_differences(c.values, U, alpha, scale=1.0), c
+        return _row_clipped(zo_from_differences(c.values, U, alpha, scale=1.0), c, row_factor * d * bound / alpha if row_factor < 1 else None)
     return _batch_mean(per, batch, d if n_dirs is None else n_dirs, d, make_rng(rng), chunk)
 
 # %% ../../nbs/algorithms/11a_ztc_oracle.ipynb #d89f1cce
@@ -139,8 +148,10 @@ class ZTCOracle(TreeOracle):
 
 # %% ../../nbs/algorithms/11a_ztc_oracle.ipynb #c8b80b20
 def _ztc_sens(self) -> tuple:
-    "(s₁, s₂): GRAD sensitivity 2dL/B₁ and DIFF sensitivity 2dL·2D/(B₂α)."
-    return _ztc_sensitivities(self.dim, self.L, self.B1, self.B2, self.alpha, self.D)
+    "(s₁, s₂): GRAD sensitivity 2dL/B₁ and DIFF sensitivity 2dL·2D/(B₂α), times the row factor κ (1 here; `ztc-sharp`: c/√m)."
+    return tuple(self.kappa * s for s in _ztc_sensitivities(self.dim, self.L, self.B1, self.B2, self.alpha, self.D))
+
+ZTCOracle.kappa = 1.0   # per-sample rows clipped to κ times the paper's bound (ZTC: none beyond the paper's, κ = 1)
 
 ZTCOracle.sensitivities = property(_ztc_sens)
 ZTCOracle.sensitivity = property(lambda self: max(self.sensitivities))
@@ -158,10 +169,10 @@ def _ztc_call(self, z, # the query point w_t, shape (d,)
     if tau == 1:
         _, batch = self.stream.take(self.B1)                     # raises before anything changes if the data ran out
         if k > 1: self.tree.reset()                              # a fresh tree for every period
-        g, c = ztc_grad(self.problem, z, batch, self.alpha, dirs, self.n_dirs, self.L, self.chunk)
+        g, c = ztc_grad(self.problem, z, batch, self.alpha, dirs, self.n_dirs, self.L, self.chunk, row_factor=self.kappa)
     else:
         _, batch = self.stream.take(self.B2)
-        d_t, c = ztc_diff(self.problem, z, self.z_prev, batch, self.alpha, dirs, self.n_dirs, self.L, 2 * self.D, self.chunk)
+        d_t, c = ztc_diff(self.problem, z, self.z_prev, batch, self.alpha, dirs, self.n_dirs, self.L, 2 * self.D, self.chunk, self.kappa)
         g = self.g + d_t                                         # noise-free running sum
     self.g, self.z_prev, self.t, self.clip = g, z, t, self.clip.add(c)
     return g + self.tree.noise(tau)

@@ -24,9 +24,9 @@ from ..algorithms.dpsgd import DPSGD_STREAM, dp_sgd, dpsgd_releases
 
 # %% auto #0
 __all__ = ['AUDIT_SPECS', 'audit_klt_single_pass', 'audit_klt_multi_pass', 'audit_klt_first_order', 'audit_ztc',
-           'audit_ztc_naive', 'audit_dp_sgd', 'ALGORITHM_AUDITS', 'TrialsRNG', 'widen', 'leaf_sensitivities',
-           'best_leaf', 'tree_units', 'step_units', 'release_units', 'crossing_path', 'zigzag_path', 'AuditSpec',
-           'AlgorithmAudit', 'run_oracle_audit', 'run_dpsgd_audit']
+           'audit_ztc_sharp', 'audit_ztc_naive', 'audit_dp_sgd', 'ALGORITHM_AUDITS', 'TrialsRNG', 'widen',
+           'leaf_sensitivities', 'best_leaf', 'tree_units', 'step_units', 'release_units', 'crossing_path',
+           'zigzag_path', 'AuditSpec', 'AlgorithmAudit', 'run_oracle_audit', 'run_dpsgd_audit']
 
 # %% ../../nbs/audits/41_audit_algorithms.ipynb #328c0ab0
 def _shape(size): return (size,) if isinstance(size, (int, np.integer)) else tuple(size)
@@ -133,6 +133,7 @@ AUDIT_SPECS = {
     "klt-multi-pass": AuditSpec(200, 1, dict(T=20), lambda plan: plan.params.T, lambda oracle: 1, zigzag_path, step_units, ((KLT_NOISE,),)),
     "klt-first-order": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units),
     "ztc": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units),
+    "ztc-sharp": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units),   # d = 1: κ = 1 (its row factor is checked white-box, 11b)
     "ztc-naive": AuditSpec(200, 1, {}, lambda plan: min(plan.params.T, 4), lambda oracle: 1, crossing_path, release_units, ((ZTC_STREAM, 4),)),
 }
 
@@ -284,8 +285,9 @@ audit_klt_single_pass = registered_audit("klt-single-pass", _oracle_run("klt-sin
 audit_klt_multi_pass = registered_audit("klt-multi-pass", _oracle_run("klt-multi-pass"), "Audit KLT Alg. 4 (multi-pass zeroth-order oracle, T composed Gaussians) as its recipe calibrates it.")
 audit_klt_first_order = registered_audit("klt-first-order", _oracle_run("klt-first-order"), "Audit KLT Alg. 5 (first-order oracle, tree per period) as its recipe calibrates it.")
 audit_ztc = registered_audit("ztc", _oracle_run("ztc"), "Audit ZTC Alg. 4-5 (GRAD/DIFF oracle, tree per period) as its recipe calibrates it.")
+audit_ztc_sharp = registered_audit("ztc-sharp", _oracle_run("ztc-sharp"), "Audit ztc-sharp (ZTC's oracle, rows clipped at c·dL/√m) as its recipe calibrates it.")
 audit_ztc_naive = registered_audit("ztc-naive", _oracle_run("ztc-naive"), "Audit ZTC Alg. 6 (naive oracle, a Gaussian per step) as its recipe calibrates it.")
 audit_dp_sgd = registered_audit("dp-sgd", run_dpsgd_audit, "Audit DP-SGD end to end (full batch) as its recipe calibrates it.")
 
 ALGORITHM_AUDITS = {"klt-single-pass": audit_klt_single_pass, "klt-multi-pass": audit_klt_multi_pass,
-                    "klt-first-order": audit_klt_first_order, "ztc": audit_ztc, "ztc-naive": audit_ztc_naive, "dp-sgd": audit_dp_sgd}
+                    "klt-first-order": audit_klt_first_order, "ztc": audit_ztc, "ztc-sharp": audit_ztc_sharp, "ztc-naive": audit_ztc_naive, "dp-sgd": audit_dp_sgd}

@@ -18,6 +18,7 @@ from ..planning.minimize import minimize
 from ..engine.registry import InsufficientDataError
 from ..engine.registry import n_for_rate
 from ..algorithms.o2nc_algorithms import klt_single_pass_rate, ztc_rate, naive_rate
+from ..algorithms.ztc_sharp import sharp_row_constant
 
 # %% auto #0
 __all__ = ['PLANTED_STREAM', 'EVAL_SEED', 'THEORY', 'DEFAULT_OVERRIDES', 'planted_robust_regression', 'score_run', 'grid_point',
@@ -200,6 +201,8 @@ THEORY = {   # algorithm -> (rate β̂(n; d, ε, δ, α), asymptotic slope range
                         "KLT Thm. 3.1 (001): √d/(αβ³) + d/(εαβ²)"),
     "ztc": (lambda n, d, eps, delta, alpha: ztc_rate(n, d, eps, delta, alpha), (1.0, 1.5),
             "ZTC Thm. 4.9 (T = max(T1, T2)): d/(αβ³) + d^{3/2}/(ραβ²)"),
+    "ztc-sharp": (lambda n, d, eps, delta, alpha: ztc_rate(n, d, eps, delta, alpha, kappa=sharp_row_constant(d, d) / math.sqrt(d)), (1.0, 1.25),
+                  "ZTC Thm. 4.9 at the sensitivity c·dL/√m (this project, `11b_ztc_sharp`): d/(αβ³) + c·d/(ραβ²); slope 1 up to c's √log d, and c = √d below d = 16"),
     "ztc-naive": (lambda n, d, eps, delta, alpha: naive_rate(n, d, eps, delta, alpha), (1.0, 1.5),
                   "ZTC App. E (note F4, B ≈ d^{3/2}/ρ): d/(αβ³) + d^{3/2}/(ραβ³)"),
 }

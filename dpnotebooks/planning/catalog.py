@@ -7,7 +7,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/planning/catalog.html.md"""
 # %% ../../nbs/planning/29_catalog.ipynb #fe740da7
 from __future__ import annotations
 from ..engine.registry import AlgorithmSpec, check_spec
-from ..algorithms.o2nc_algorithms import KLT_SINGLE_PASS, KLT_MULTI_PASS, KLT_FIRST_ORDER, ZTC, ZTC_NAIVE, O2NC_NONPRIVATE
+from ..algorithms.o2nc_algorithms import KLT_SINGLE_PASS, KLT_MULTI_PASS, KLT_FIRST_ORDER, ZTC, ZTC_SHARP, ZTC_NAIVE, O2NC_NONPRIVATE
 from ..algorithms.dpsgd import DP_SGD
 from ..algorithms.smooth_algorithms import ABGGMU_SPIDER, ABGGMU_TREE_SPIDER, ABGGMU_CONVEX
 from ..algorithms.jl_glm import ABGGMU_GLM
@@ -19,7 +19,7 @@ from ..algorithms.sosp_erm import LT_SOSP_ERM
 __all__ = ['CATALOG', 'ALGORITHMS', 'get_algorithm', 'list_algorithms', 'register', 'algorithm_knobs']
 
 # %% ../../nbs/planning/29_catalog.ipynb #92ee4e13
-CATALOG = (KLT_SINGLE_PASS, KLT_MULTI_PASS, KLT_FIRST_ORDER, ZTC, ZTC_NAIVE, O2NC_NONPRIVATE, DP_SGD,
+CATALOG = (KLT_SINGLE_PASS, KLT_MULTI_PASS, KLT_FIRST_ORDER, ZTC, ZTC_SHARP, ZTC_NAIVE, O2NC_NONPRIVATE, DP_SGD,
            ABGGMU_SPIDER, ABGGMU_TREE_SPIDER, ABGGMU_CONVEX, ABGGMU_GLM, LT_SOSP, LT_SOSP_NONPRIVATE, GANESH_SOSP, LT_SOSP_ERM)
 ALGORITHMS: dict = {spec.name: check_spec(spec) for spec in CATALOG}   # name -> spec: the built-in specs, then a user's own (`register`)
 
