@@ -9,7 +9,7 @@ import re
 import pytest
 from cli_runner import dpnb_here
 
-ALGORITHMS = ["klt-single-pass", "klt-multi-pass", "klt-first-order", "ztc", "ztc-naive", "dp-sgd"]
+ALGORITHMS = ["klt-single-pass", "klt-multi-pass", "klt-first-order", "ztc", "ztc-sharp", "ztc-naive", "dp-sgd"]
 
 def audit(mechanism, trials, seed, *extra):
     res = dpnb_here("audit", "--mechanism", mechanism, "--trials", str(trials), "--seed", str(seed), *extra)

@@ -24,8 +24,7 @@ def sharp_row_constant(d:int, # dimension
     "c = min(√m, √((1+ε)m/d)) with d·(e^ε/(1+ε)^(1+ε))^(m/d) = η: the matrix Chernoff bound (Tropp 2012, Thm. 1.1; R = 1, μ_max = m/d)."
     d, m, eta = check_count("d", d), check_count("m", m), check_positive("eta", eta)
     if eta >= 1: raise ValueError(f"`eta` must be a probability below 1. Found {eta!r}.")
-    need = (d / m) * math.log(d / eta)
-    if need <= 0: return math.sqrt(m) if d == 1 else 1.0
+    need = (d / m) * math.log(d / eta)                                       # > 0: η < 1 ≤ d
     eps = brentq(lambda e: (1 + e) * math.log1p(e) - e - need, 0.0, 1e6 + 10 * need)
     return min(math.sqrt(m), math.sqrt((1 + eps) * m / d))
 
