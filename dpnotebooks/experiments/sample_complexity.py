@@ -23,7 +23,7 @@ from ..algorithms.ztc_sharp import sharp_row_constant
 # %% auto #0
 __all__ = ['PLANTED_STREAM', 'EVAL_SEED', 'THEORY', 'DEFAULT_OVERRIDES', 'planted_robust_regression', 'score_run', 'grid_point',
            'geometric_grid', 'bracket_threshold', 'smallest_n', 'loglog_slope', 'theory_n', 'klt_m_rule',
-           'finite_or_none', 'experiment_executor', 'RunStore', 'sample_complexity_experiment',
+           'finite_or_none', 'experiment_executor', 'RunStore', 'sample_complexity_experiment', 'bootstrap_slopes',
            'format_sample_complexity', 'plot_sample_complexity']
 
 # %% ../../nbs/experiments/60_sample_complexity.ipynb #5cfa8766
@@ -387,6 +387,33 @@ def _slope_rows(result, eps) -> list:
             rows.append(f"  {'  measured / theory n':22}" + "".join(f"{(got[d] / tn if got.get(d) else float('nan')):>10.2g}"
                                                              for d, tn in zip(ds, s["theory_n"])))
     return rows
+
+# %% ../../nbs/experiments/60_sample_complexity.ipynb #e7c0ddbb
+def _first_success(points:list, beta:float, success:float, idx) -> float|None:
+    "The first evaluated n (ascending) at which more than `success` of the seeds `idx` reach G ≤ beta (None: none did)."
+    for p in sorted(points, key=lambda p: p["n"]):
+        g = np.asarray(p["goldstein"], float)[idx]
+        if np.mean(g <= beta) > success: return float(p["n"])
+    return None
+
+def bootstrap_slopes(result:dict, # a `sample_complexity_experiment` result (merge the `smallest` of several: same seeds)
+                     B:int=2000, seed:int=0, level:float=0.95, # draws, their seed, the interval's level
+                     epsilon:float|None=None, # the ε whose rows to use (default: the first)
+                    ) -> dict: # {algorithm: (slope, se, low, high)}, and {(a, b): the same for slope(a) − slope(b)}
+    "Slopes of log n in log d over bootstrap draws of the seeds, resampled per d and shared by the algorithms (the jump's location moves with them)."
+    c = result["config"]; eps = c["epsilons"][0] if epsilon is None else epsilon; ds = c["ds"]
+    rows = {(p["algorithm"], p["d"]): p["runs"] for p in result["smallest"] if p["epsilon"] == eps}
+    algs = sorted({a for a, _ in rows}); k = len(c["seeds"]); r = np.random.default_rng(seed)
+    slopes = {a: [] for a in algs}
+    for _ in range(B):
+        idx = {dd: r.integers(0, k, k) for dd in ds}
+        ns = {a: [_first_success(rows[a, dd], c["beta"], c["success"], idx[dd]) for dd in ds] for a in algs}
+        for a in algs: slopes[a].append(loglog_slope(ds, ns[a])[0] if all(ns[a]) else math.nan)
+    S = {a: np.array(v) for a, v in slopes.items()}; q = [(1 - level) / 2, (1 + level) / 2]
+    summ = lambda v: (float(np.nanmean(v)), float(np.nanstd(v, ddof=1)), *map(float, np.nanquantile(v, q)))
+    out = {a: summ(S[a]) for a in algs}
+    out.update({(a, b): summ(S[a] - S[b]) for a in algs for b in algs if a != b})
+    return out
 
 # %% ../../nbs/experiments/60_sample_complexity.ipynb #7f02dab2
 def format_sample_complexity(result:dict) -> str:
