@@ -295,7 +295,7 @@ class _PeriodRuns(_DiracRuns):
         return oracle
 
 # %% ../../nbs/audits/45_one_run_audit.ipynb #d973aeee
-TIME_SEPARATED = ("ztc", "klt-single-pass")   # tree oracles audited in d = 1 with one canary per period (their charge is tight at d = 1)
+TIME_SEPARATED = ("ztc", "ztc-sharp", "klt-single-pass")   # tree oracles audited in d = 1 with one canary per period (their charge is tight at d = 1)
 
 def period_shifts(runs, # `_PeriodRuns`: m canaries, T = m·P steps
                  ) -> tuple:
