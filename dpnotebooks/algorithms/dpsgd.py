@@ -57,7 +57,7 @@ def clipped_grad_sum(problem, # a `Problem` (needs `grad_each`, `dim`; a `clippe
             Y = rng.child(lo).ball((len(sub), 1), d, alpha) if alpha > 0 else None
             G, c = fo_grad_clipped(problem, asarray(x) + (Y if Y is not None else xp.zeros((len(sub), 1, d), dtype=dt, device=dev)), sub, clip)
             S = xp.sum(G, axis=(0, 1))
-        S = S if S.dtype == dt else xp.astype(S, dt)
+        S = S if S.dtype == dt else xp.astype(S, xp.result_type(S, dt))            # a wider sum is kept, never rounded down
         total, count = S if total is None else total + S, count.add(c)           # one block: its sum is the total, no copy
     return (xp.zeros(d, dtype=dt, device=dev) if total is None else total), count
 

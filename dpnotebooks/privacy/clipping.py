@@ -165,6 +165,6 @@ def fo_sum_clipped(problem, # a `Problem`; its `clipped_sum(x, batch, clip)` is 
     total, count = None, ClipCounter()
     for S, c in parts:
         S = xp.sum(S, axis=(0, 1)) if S.ndim == 3 else S                         # a block's (rows, 1, d) gradients, or a fused (d,) sum
-        S = S if S.dtype == dt else xp.astype(S, dt)
+        S = S if S.dtype == dt else xp.astype(S, xp.result_type(S, dt))            # a wider sum is kept, never rounded down
         total, count = S if total is None else total + S, count.add(c)
     return (xp.zeros(d, dtype=dt, device=get_device()) if total is None else total), count
