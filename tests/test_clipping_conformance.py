@@ -183,3 +183,25 @@ def test_every_first_order_algorithm_takes_the_fused_sum(name):
                        (clipped_mean_gradient(problem, x, problem.data, CLIP), n), (clipped_mean_grad(problem, x, problem.data, CLIP), n)]:
         np.testing.assert_allclose(scale * np.asarray(to_numpy(got[0])), want, rtol=1e-10, atol=1e-10 * CLIP)
         assert got[1].clipped == clipped and got[1].total == n
+
+
+def test_a_model_without_ghost_rules_sums_in_bounded_blocks(monkeypatch):
+    """A PyTorch model with a layer that has no rule (BatchNorm) keeps the per-example path; its clipped sum is formed in blocks of at
+    most `default_chunk()` floats, and the blocks give the reference's sum and counts."""
+    torch = pytest.importorskip("torch", reason="PyTorch is an optional extra (pip install 'dpnotebooks[torch]')")
+    import warnings
+    from dpnotebooks.problems import losses
+    A, y = rows(np.float64)
+    torch.manual_seed(0); net = torch.nn.Sequential(torch.nn.Linear(P, 3), torch.nn.BatchNorm1d(3), torch.nn.Linear(3, 1)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore"); problem = losses.from_torch(net, (A, y), L=1.0, loss=lambda o, t: torch.nn.functional.softplus(-t * o))
+    assert not problem.clipping_path.startswith("ghost"), problem.clipping_path
+    x = np.asarray(to_numpy(problem.x0), dtype=np.float64) + 0.05
+    want, clipped, zeroed = reference(per_sample(problem, x, problem.data), CLIP)
+    seen = []
+    grad_each = problem.grad_each
+    monkeypatch.setattr(problem, "grad_each", lambda X, b: (seen.append(len(b)), grad_each(X, b))[1])
+    monkeypatch.setattr(losses, "default_chunk", lambda: 3 * problem.dim)             # blocks of 3 rows
+    S, c = problem.clipped_sum(asarray(x), problem.data, CLIP)
+    np.testing.assert_allclose(np.asarray(to_numpy(S)), want, rtol=1e-10, atol=1e-10 * CLIP)
+    assert (c.clipped, c.nonfinite, c.total) == (clipped, zeroed, len(problem.data)) and max(seen) == 3 and sum(seen) == len(problem.data)

@@ -14,7 +14,7 @@ from ..core.validation import check_bound
 from ..core.smoothing import two_point_differences, shifted_differences, zo_from_differences
 
 # %% auto #0
-__all__ = ['Clipped', 'zero_nonfinite', 'clip_values', 'row_norms', 'clip_rows', 'ClippingWarning', 'ClipCounter',
+__all__ = ['FUSED_ROWS', 'Clipped', 'zero_nonfinite', 'clip_values', 'row_norms', 'clip_rows', 'ClippingWarning', 'ClipCounter',
            'warn_clipping', 'zo_two_point_clipped', 'zo_difference_clipped', 'fo_grad_clipped', 'fo_sum_clipped']
 
 # %% ../../nbs/privacy/01b_clipping.ipynb #9db3daf6
@@ -150,6 +150,8 @@ def fo_grad_clipped(problem, # a `Problem`
     return c.values, c
 
 # %% ../../nbs/privacy/01b_clipping.ipynb #d3114f59
+FUSED_ROWS = 1024   # rows per call of a fused sum: a DP-SGD batch in one call, a full-batch gradient in blocks (bounded activations)
+
 def fo_sum_clipped(problem, # a `Problem`; its `clipped_sum(x, batch, clip)` is used where it has one
                    x, # the point, shape (d,)
                    batch, # a `Dataset` of b ≥ 0 samples
@@ -159,9 +161,10 @@ def fo_sum_clipped(problem, # a `Problem`; its `clipped_sum(x, batch, clip)` is 
     "The clipped per-sample gradient sum at one point (Abadi et al. 2016, Alg. 1): the problem's fused sum, else gradients in blocks."
     xp, d, b, dt = get_xp(), int(problem.dim), len(batch), get_dtype()
     fused = getattr(problem, "clipped_sum", None)
-    if callable(fused) and b: parts = [fused(x, batch, clip)]
-    else: parts = (fo_grad_clipped(problem, xp.broadcast_to(asarray(x), (min(b, lo + max(1, chunk // d)) - lo, 1, d)),
-                                   batch[lo:min(b, lo + max(1, chunk // d))], clip) for lo in range(0, b, max(1, chunk // d)))
+    rows = max(FUSED_ROWS if callable(fused) else 1, chunk // d)          # a fused sum forms (rows, width) arrays, not (rows, d)
+    blocks = [batch if rows >= b else batch[lo:min(b, lo + rows)] for lo in range(0, b, rows)]
+    parts = (fused(x, sub, clip) if callable(fused) else fo_grad_clipped(problem, xp.broadcast_to(asarray(x), (len(sub), 1, d)), sub, clip)
+             for sub in blocks)
     total, count = None, ClipCounter()
     for S, c in parts:
         S = xp.sum(S, axis=(0, 1)) if S.ndim == 3 else S                         # a block's (rows, 1, d) gradients, or a fused (d,) sum

@@ -8,7 +8,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/problems/losses.html.md"""
 from __future__ import annotations
 import copy, math, warnings
 import numpy as np
-from ..core.backend import asarray, to_numpy, get_xp
+from ..core.backend import asarray, to_numpy, get_xp, default_chunk
 from ..privacy.clipping import Clipped, clip_rows
 from .base import Problem
 from .dataset import Dataset
@@ -189,9 +189,13 @@ def _module_loss(torch, functional_call, model, loss, device="cpu"):
 def _framework_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng=None) -> tuple:
     "(Σ_i clip_C ∇ℓ_i(x) (dim,), `Clipped` counts): the framework's one-pass path where it has one (α = 0 only)."
     if Y is not None or alpha != 0: raise ValueError("FrameworkLoss.clipped_sum computes gradients at x itself (alpha = 0); perturbed points go through grad_each.")
-    if "clipped_sum" not in self._fns:
-        c = clip_rows(self.grad_each(asarray(x)[None, None, :] + get_xp().zeros((len(batch), 1, 1)), batch), clip)
-        return get_xp().sum(c.values, axis=(0, 1)), Clipped(None, c.clipped, c.total, c.nonfinite)
+    if "clipped_sum" not in self._fns:                                  # per-sample gradients, in blocks of at most default_chunk() floats
+        xp, rows, S, k, bad = get_xp(), max(1, default_chunk() // self.dim), 0.0, 0, 0
+        for lo in range(0, len(batch), rows):
+            sub = batch[lo:min(len(batch), lo + rows)]
+            c = clip_rows(self.grad_each(asarray(x)[None, None, :] + xp.zeros((len(sub), 1, 1)), sub), clip)
+            S, k, bad = S + xp.sum(c.values, axis=(0, 1)), k + c.clipped, bad + c.nonfinite
+        return (S if len(batch) else xp.zeros(self.dim)), Clipped(None, k, len(batch), bad)
     S, k, bad = self._fns["clipped_sum"](to_numpy(x), to_numpy(batch.A), to_numpy(batch.y), float(clip))
     return asarray(np.asarray(S, dtype=np.float64)), Clipped(None, k, len(batch), bad)       # float64 for the noise, whatever the sum's precision
 
