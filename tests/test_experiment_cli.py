@@ -10,7 +10,8 @@ def _files(out, stem):
 
 def test_sample_complexity_quick_preset():
     "--quick sets its small grid whatever else was given (60_sample_complexity's slow cells run a larger one and check its results)."
-    from dpnotebooks.interface.cli import build_parser, _experiment_args
+    from dpnotebooks.interface.cli import build_parser
+    from dpnotebooks.interface.experiment_cli import _experiment_args
     args = build_parser().parse_args(["experiment", "sample-complexity", "--quick", "--ds", "64", "--seeds", "9"])
     _experiment_args(args)
     assert args.ds == [4, 8] and args.seeds == 2 and args.algorithms == ["ztc-naive", "klt-single-pass"] and args.n_max == 32000
@@ -25,7 +26,8 @@ def test_sample_complexity_cli_seeds(tmp_path):
 
 def test_stationarity_rates_quick_preset():
     "--quick sets the grid 61_stationarity_rates runs in its slow cells (which check the experiment's results), whatever else was given."
-    from dpnotebooks.interface.cli import build_parser, _experiment_args
+    from dpnotebooks.interface.cli import build_parser
+    from dpnotebooks.interface.experiment_cli import _experiment_args
     args = build_parser().parse_args(["experiment", "stationarity-rates", "--quick", "--ns", "500", "--seeds", "9"])
     _experiment_args(args)
     assert args.ns == [2000, 6000, 18000] and args.seeds == 2 and args.epsilon == 1.0 and args.d == 10

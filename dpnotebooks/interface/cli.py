@@ -8,7 +8,6 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/interface/cli.html.md"""
 from __future__ import annotations
 import argparse, json, sys
 from pathlib import Path
-import numpy as np
 from ..core.backend import set_backend, BackendUnavailableError, BACKENDS
 from ..problems.base import list_problems
 from ..problems.dataset import MissingExtraError
@@ -19,16 +18,17 @@ from ..engine.registry import InsufficientDataError
 from ..engine.faults import RunStopped
 from ..engine.checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 from ..planning.catalog import ALGORITHMS as REGISTRY, algorithm_knobs, list_algorithms
-from ..planning.request import RunRequest, run_request, dry_run, jsonable, parse_categorical
+from ..planning.request import RunRequest, run_request, dry_run, parse_categorical
 from ..planning.tune_request import run_tune, tune_dry_run, DISTRIBUTIONS, SCORES
 from ..algorithms.dpsgd import MLP
 from ..experiments.demo import DEMO, run_demo, format_demo, plot_demo
 from ..audits.table import AUDITS
 from ..audits.one_run_audit import run_one_run_audit, ONE_RUN_AUDITS
+from .experiment_cli import add_experiment, positive_int
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'EXPERIMENTS', 'cmd_list', 'format_run', 'cmd_run', 'cmd_demo', 'cmd_audit', 'cmd_experiment',
-           'cmd_tune', 'knobs_text', 'build_parser', 'main']
+__all__ = ['ALGORITHMS', 'cmd_list', 'format_run', 'cmd_run', 'cmd_demo', 'cmd_audit', 'cmd_tune', 'knobs_text', 'build_parser',
+           'main']
 
 # %% ../../nbs/interface/50_cli.ipynb #66e348ae
 ALGORITHMS = {**dict(list_algorithms()),
@@ -147,110 +147,6 @@ def cmd_audit(args) -> int:
     print(f"epsilon: claimed {res.epsilon_claimed:.4f}, empirical lower bound {res.epsilon_lower:.4f}")
     return 1 if res.violated else 0
 
-# %% ../../nbs/interface/50_cli.ipynb #243a1d6d
-def _list_of(kind, name):
-    def parse(s):
-        try: vals = [kind(v) for v in s.split(",") if v.strip()]
-        except ValueError: raise argparse.ArgumentTypeError(f"{name} must be a comma-separated list, e.g. {'4,8,16' if kind is int else '0.5,1'}; got {s!r}")
-        if not vals: raise argparse.ArgumentTypeError(f"{name} must not be empty")
-        return vals
-    return parse
-
-# %% ../../nbs/interface/50_cli.ipynb #63e7069e
-EXPERIMENTS = {
-    "sample-complexity": ("KLT/ZTC: the smallest n reaching a Goldstein target against d (and accuracy against n), log-log slopes beside theory",
-                          dict(epsilons=[1.0], alpha=0.1, delta=1e-5, seeds=5, d=10, ds=[4, 8, 16, 32, 64])),
-    "stationarity-rates": ("ABGGMU: gradient norms against n for private SpiderBoost, tree-based Spider and DP-SGD, beside the papers' rates",
-                           dict(epsilons=[1.0], alpha=0.1, delta=1e-5, seeds=5, d=10, ns=[2000, 4000, 8000, 16000, 32000])),
-    "sosp-escape": ("LT: lt-sosp from next to a strict saddle, second-order points and samples against epsilon, with controls",
-                    dict(epsilons=[0.5, 1.0, 2.0, 4.0], alpha=0.2, delta=1e-6, seeds=5, d=4)),
-    "utility": ("held-out accuracy against epsilon on breast-cancer, digits and wine (also digits-10, tabular): every applicable algorithm, tuned DP-SGD, an MLP, a DP-SGD reference (--reference), a non-private fit",
-                dict(epsilons=[0.5, 1.0, 2.0, 4.0, 8.0], delta=1e-5, seeds=3)),
-    "generalization": ("KLT Prop. 5.1: empirical vs population Goldstein norms of klt-multi-pass's output against n and d, beside the bound",
-                       dict(epsilons=[8.0], alpha=0.02, delta=1e-5, seeds=3, ns=[250, 500, 1000, 2000, 4000], ds=[4, 16])),
-}
-_QUICK = {"sample-complexity": dict(ds=[4, 8], epsilons=[4.0], accuracy_epsilons=[4.0], algorithms=["ztc-naive", "klt-single-pass"], seeds=2,
-                                   n_min=2000, n_max=32000),
-          "stationarity-rates": dict(ns=[2000, 6000, 18000], seeds=2), "sosp-escape": dict(epsilons=[1.0], seeds=2, n=400_000),
-          "utility": dict(datasets=["breast-cancer"], epsilons=[1.0, 8.0], seeds=1, algorithms=["dp-sgd", "abggmu-tree-spider"]),
-          "generalization": dict(ns=[250, 1000], ds=[4, 8], seeds=1)}
-
-# %% ../../nbs/interface/50_cli.ipynb #04f846e9
-def _experiment_args(args):
-    "Fill the options left unset with the experiment's defaults, then its --quick sizes."
-    for k, v in EXPERIMENTS[args.name][1].items():
-        if getattr(args, k) is None: setattr(args, k, v)
-    if args.quick:
-        for k, v in _QUICK[args.name].items(): setattr(args, k, v)
-    if args.seed is not None and args.seed < 0: raise ValueError(f"--seed must be a non-negative integer. Found {args.seed}.")
-
-# %% ../../nbs/interface/50_cli.ipynb #82d87c02
-def _run_experiment(args, base:int, grid:dict) -> tuple:
-    "(result, its table formatter, its plotter) of the experiment `args.name`."
-    if args.name == "sosp-escape":
-        from dpnotebooks.experiments.sosp_escape import sosp_escape_experiment, format_sosp_escape as fmt, plot_sosp_escape as plot
-        res = sosp_escape_experiment(epsilons=args.epsilons, seeds=args.seeds, n=args.n, d=args.d, alpha=args.alpha, delta=args.delta,
-                                     base_seed=base, progress=not args.quiet, **grid)
-    elif args.name == "utility":
-        from dpnotebooks.experiments.utility import utility_experiment, format_utility as fmt, plot_utility as plot, UTILITY_ALGORITHMS, UTILITY_DATASETS
-        res = utility_experiment(datasets=args.datasets or list(UTILITY_DATASETS), epsilons=args.epsilons, delta=args.delta,
-                                 algorithms=args.algorithms or list(UTILITY_ALGORITHMS), seeds=args.seeds, base_seed=base, mlp=not args.no_mlp, tuned=not args.no_tuned, reference=args.reference,
-                                 progress=not args.quiet, **grid)
-    elif args.name == "generalization":
-        from dpnotebooks.experiments.generalization import generalization_experiment, format_generalization as fmt, plot_generalization as plot
-        res = generalization_experiment(ns=args.ns, ds=args.ds, epsilons=args.epsilons, delta=args.delta, alpha=args.alpha, seeds=args.seeds, base_seed=base,
-                                        pop_n=20000 if args.quick else 50000, progress=not args.quiet, **grid)
-    elif args.name == "stationarity-rates":
-        from dpnotebooks.experiments.stationarity_rates import (stationarity_rates_experiment, format_stationarity_rates as fmt,
-                                                    plot_stationarity_rates as plot, RATES)
-        res = stationarity_rates_experiment(ns=args.ns, d=args.d, epsilon=args.epsilon, delta=args.delta, algorithms=args.algorithms or list(RATES),
-                                            seeds=args.seeds, base_seed=base, progress=not args.quiet, **grid)
-    else:
-        from dpnotebooks.experiments.sample_complexity import sample_complexity_experiment, format_sample_complexity as fmt, plot_sample_complexity as plot
-        res = sample_complexity_experiment(ds=args.ds, epsilons=args.epsilons, algorithms=args.algorithms or ["klt-single-pass", "ztc", "ztc-naive"],
-                                           alpha=args.alpha, beta=args.beta, delta=args.delta, seeds=list(range(base, base + args.seeds)), n_min=args.n_min, n_max=args.n_max,
-                                           d_fixed=args.d_fixed, accuracy_epsilons=args.accuracy_epsilons, progress=not args.quiet, **grid)
-    return res, fmt, plot
-
-# %% ../../nbs/interface/50_cli.ipynb #5adaceea
-def _csv_rows(res:dict) -> list:
-    "The experiment's per-run or per-point records with their scalar fields (nested lists and dicts left to the JSON)."
-    for key in ("rows", "smallest", "points"):
-        if key in res and res[key]:
-            flat = [{k: ("+".join(map(str, v)) if key == "rows" and isinstance(v, list) else v) for k, v in r.items()} for r in res[key]]
-            return [{k: v for k, v in r.items() if v is None or isinstance(v, (str, int, float, bool, np.floating, np.integer))} for r in flat]
-    return []
-
-def _write_experiment(res:dict, out:Path, stem:str, plot) -> list:
-    "Write OUT/STEM.json, OUT/STEM.csv (when the result has per-run rows) and the plot as PNG and SVG; returns the CSV rows."
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.json").write_text(json.dumps(jsonable(res), indent=1))
-    rows = _csv_rows(res)
-    if rows:
-        import csv
-        fields = list(dict.fromkeys(k for r in rows for k in r))
-        with open(out / f"{stem}.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=fields); w.writeheader(); w.writerows(jsonable(rows))
-    for ext in ("png", "svg"): plot(res, out / f"{stem}.{ext}")
-    return rows
-
-# %% ../../nbs/interface/50_cli.ipynb #c8e96b4a
-def cmd_experiment(args) -> int:
-    "Run a reproduction experiment, print its table, write its JSON (and CSV), and its plot as PNG (and SVG) under `--out`."
-    if args.list or args.name is None:
-        print("experiments (dpnb experiment NAME):")
-        for name, (summary, _) in EXPERIMENTS.items(): print(f"  {name:<20} {summary}")
-        return 0 if args.list else 2
-    _experiment_args(args)
-    out, stem = Path(args.out or f"dpnb-{args.name}"), args.name.replace("-", "_")
-    store = out / "runs.jsonl"                                        # finished runs: a stopped grid resumes from here
-    if args.fresh and store.exists(): store.unlink()
-    res, fmt, plot = _run_experiment(args, args.seed or 0, dict(jobs=args.jobs, scheduler=args.scheduler, cache_path=store))
-    if res.get("resumed_runs"): print(f"resumed {res['resumed_runs']} finished runs from {store} (--fresh starts over)")
-    rows = _write_experiment(res, out, stem, plot)
-    print(fmt(res)); print(f"plots: {out / stem}.png, .svg   result: {out / (stem + '.json')}" + (f"   table: {out / (stem + '.csv')}" if rows else ""))
-    return 0
-
 # %% ../../nbs/interface/50_cli.ipynb #1ab31506
 def _grid(specs) -> dict:
     "`--grid KEY=V1,V2,...` (repeatable) as {KEY: [values]}, each value read as JSON where it parses."
@@ -309,8 +205,8 @@ def _add_run_data(r):
     r.add_argument("--target", default=None, metavar="COLUMN", help="the .csv files' target column: its header name or index (default: the last)")
     r.add_argument("--categorical", action="append", default=None, metavar="COLUMN=A,B,C", help="a .csv column's categories (public schema; repeat "
                    "per column, or give a .json {column: [categories]}): one-hot coded; a value outside them zeroes its record")
-    r.add_argument("--n", type=_positive_int, default=None, help="synthetic samples (default 20000; with --data: refused unless it matches)")
-    r.add_argument("--d", type=_positive_int, default=None, help="synthetic dimension (default 10; with --data: refused unless it matches)")
+    r.add_argument("--n", type=positive_int, default=None, help="synthetic samples (default 20000; with --data: refused unless it matches)")
+    r.add_argument("--d", type=positive_int, default=None, help="synthetic dimension (default 10; with --data: refused unless it matches)")
     r.add_argument("--data-seed", type=int, default=0, help="seed of the synthetic data (default 0)")
     r.add_argument("--test-fraction", type=float, default=None, metavar="F", help="hold out this share of --data (a random split with --split-seed; not private)")
     r.add_argument("--split-seed", type=int, default=0, help="public seed of the --test-fraction split (default 0)")
@@ -337,7 +233,7 @@ def _add_run_target(r):
 def _add_run_checkpoint(r):
     "`dpnb run`'s checkpoint options."
     r.add_argument("--checkpoint", default=None, metavar="PATH", help="save the run's whole state here (atomically) every N steps and on Ctrl-C/SIGTERM")
-    r.add_argument("--checkpoint-every", type=_positive_int, default=None, metavar="N", help="steps between checkpoints (default: about 100 per run)")
+    r.add_argument("--checkpoint-every", type=positive_int, default=None, metavar="N", help="steps between checkpoints (default: about 100 per run)")
     r.add_argument("--resume", default=None, metavar="PATH", help="continue the run saved at PATH (its arguments come from the checkpoint)")
 
 # %% ../../nbs/interface/50_cli.ipynb #72c81c3f
@@ -378,7 +274,7 @@ def _add_demo(sub):
     d = sub.add_parser("demo", help="run the main job on embedded defaults")
     d.add_argument("--out", default="dpnb-demo", help="folder for demo.png and demo.json (default: dpnb-demo)")
     d.add_argument("--seed", type=int, default=0, help="optimizer seed (default 0)")
-    d.add_argument("--n", type=_positive_int, default=DEMO["n"], help=f"samples (default {DEMO['n']})")
+    d.add_argument("--n", type=positive_int, default=DEMO["n"], help=f"samples (default {DEMO['n']})")
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_demo)
 
@@ -388,59 +284,15 @@ def _add_audit(sub):
     a.add_argument("--mechanism", choices=sorted(AUDITS), default="tree")
     a.add_argument("--epsilon", type=float, default=1.0, help="target epsilon the mechanism is calibrated to (default 1)")
     a.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
-    a.add_argument("--trials", type=_positive_int, default=None, help="runs on each of the two datasets (default: the audit's own, 20000 for mechanisms, 200000 for algorithms)")
-    a.add_argument("--length", type=_positive_int, default=8, help="tree: steps per period Sigma (default 8)")
+    a.add_argument("--trials", type=positive_int, default=None, help="runs on each of the two datasets (default: the audit's own, 20000 for mechanisms, 200000 for algorithms)")
+    a.add_argument("--length", type=positive_int, default=8, help="tree: steps per period Sigma (default 8)")
     a.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
     a.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")
     a.add_argument("--one-run", metavar="ALGO", choices=ONE_RUN_AUDITS, default=None,
                    help=f"one-run audit (Steinke, Nasr, Jagielski 2023) of an algorithm instead: m canaries, one training run ({', '.join(ONE_RUN_AUDITS)})")
-    a.add_argument("--canaries", type=_positive_int, default=None, help="--one-run: canaries m, each in with probability 1/2 (default: the algorithm's ONE_RUN_DEFAULTS, 1000 for most)")
-    a.add_argument("--guesses", type=_positive_int, default=None, help="--one-run: guesses k on the most confident canaries (default: ONE_RUN_DEFAULTS, m/10 for most)")
+    a.add_argument("--canaries", type=positive_int, default=None, help="--one-run: canaries m, each in with probability 1/2 (default: the algorithm's ONE_RUN_DEFAULTS, 1000 for most)")
+    a.add_argument("--guesses", type=positive_int, default=None, help="--one-run: guesses k on the most confident canaries (default: ONE_RUN_DEFAULTS, m/10 for most)")
     a.set_defaults(func=cmd_audit)
-
-# %% ../../nbs/interface/50_cli.ipynb #82505ba9
-def _add_experiment_grid(x):
-    "`dpnb experiment`'s grid and targets (sample-complexity's; alpha, delta and seeds serve every experiment)."
-    x.add_argument("--ds", type=_list_of(int, "--ds"), default=None, help="dimensions, comma-separated (default 4,8,16,32,64; generalization 4,16)")
-    x.add_argument("--epsilons", type=_list_of(float, "--epsilons"), default=None,
-                   help="epsilons of the smallest-n grid and the slopes (default 1), of sosp-escape (default 0.5,1,2,4), or of utility (default 0.5,1,2,4,8)")
-    x.add_argument("--accuracy-epsilons", type=_list_of(float, "--accuracy-epsilons"), default=[1.0, 4.0],
-                   help="epsilons of the accuracy-vs-n panel (default 1,4)")
-    x.add_argument("--algorithms", type=_list_of(str, "--algorithms"), default=None,
-                   help="algorithms, comma-separated (default: klt-single-pass,ztc,ztc-naive for sample-complexity; "
-                        "abggmu-spider,abggmu-tree-spider,dp-sgd for stationarity-rates; every applicable one for utility)")
-    x.add_argument("--alpha", type=float, default=None, help="Goldstein radius alpha; the score is at 2*alpha (default 0.1); sosp-escape: the SOSP alpha (default 0.2)")
-    x.add_argument("--beta", type=float, default=0.3, help="target Goldstein norm (default 0.3)")
-    x.add_argument("--delta", type=float, default=None, help="target delta (default 1e-5; sosp-escape 1e-6)")
-    x.add_argument("--seeds", type=_positive_int, default=None, help="seeds per grid point (default 5)")
-    x.add_argument("--n-min", type=_positive_int, default=1000, help="smallest n of the geometric grid (default 1000)")
-    x.add_argument("--n-max", type=_positive_int, default=2048000, help="largest n of the grid (default 2048000)")
-    x.add_argument("--d-fixed", type=_positive_int, default=None, help="d of the accuracy-vs-n panel (default: the middle of --ds)")
-
-# %% ../../nbs/interface/50_cli.ipynb #af0639f8
-def _add_experiment(sub):
-    "`dpnb experiment`: the papers' comparisons."
-    x = sub.add_parser("experiment", help="reproduce the papers' comparisons (dpnb experiment --list)")
-    x.add_argument("name", nargs="?", choices=list(EXPERIMENTS), help="the experiment to run")
-    x.add_argument("--list", action="store_true", help="list the experiments and exit")
-    x.add_argument("--quick", action="store_true", help="a small grid that runs in seconds to a couple of minutes")
-    x.add_argument("--seed", type=int, default=None, help="first seed: the runs use seeds SEED..SEED+seeds-1 (default 0)")
-    x.add_argument("--n", type=_positive_int, default=800_000, help="sosp-escape: samples per run (default 800000)")
-    _add_experiment_grid(x)
-    x.add_argument("--jobs", type=_positive_int, default=1, help="local Dask workers (processes) running the runs of a grid in parallel (default 1: no Dask)")
-    x.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (e.g. tcp://host:8786) to run the grid on instead")
-    x.add_argument("--fresh", action="store_true", help="ignore the finished runs saved in OUT/runs.jsonl and start the grid over")
-    x.add_argument("--ns", type=_list_of(int, "--ns"), default=None,
-                   help="training-set sizes, comma-separated: stationarity-rates (default 2000,4000,8000,16000,32000), generalization (default 250,500,1000,2000,4000)")
-    x.add_argument("--d", type=_positive_int, default=None, help="stationarity-rates: dimension (default 10); sosp-escape (default 4)")
-    x.add_argument("--epsilon", type=float, default=1.0, help="stationarity-rates: target epsilon (default 1)")
-    x.add_argument("--datasets", type=_list_of(str, "--datasets"), default=None, help="utility: datasets, comma-separated (default breast-cancer,digits,wine; also digits-10, tabular)")
-    x.add_argument("--no-mlp", action="store_true", help="utility: leave out DP-SGD on the MLP")
-    x.add_argument("--reference", action="store_true", help="utility: also DP-SGD in a reference configuration (Opacus' MNIST example) and its grid, best picked on the test split")
-    x.add_argument("--no-tuned", action="store_true", help="utility: leave out privately tuned DP-SGD")
-    x.add_argument("--out", default=None, help="folder for NAME.json, NAME.csv, NAME.png and NAME.svg (default dpnb-NAME)")
-    x.add_argument("--quiet", action="store_true", help="no progress lines")
-    x.set_defaults(func=cmd_experiment)
 
 # %% ../../nbs/interface/50_cli.ipynb #380718ab
 def _add_bench(sub):
@@ -463,11 +315,6 @@ def _cmd_bench(args) -> int:
     return cmd_bench(args)
 
 # %% ../../nbs/interface/50_cli.ipynb #5c808d37
-def _positive_int(s):
-    v = int(s)
-    if v < 1: raise argparse.ArgumentTypeError(f"must be a positive integer, got {s}")
-    return v
-
 def build_parser(argv=None) -> argparse.ArgumentParser:
     "The `dpnb` argument parser (`argv` names the algorithm whose knobs `dpnb run ALGORITHM --help` lists)."
     ap = argparse.ArgumentParser(prog="dpnb", description="Differentially private nonsmooth and nonconvex optimization.")
@@ -476,13 +323,13 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     sub.add_parser("list", help="list algorithms and problems").set_defaults(func=cmd_list)
     algorithm = next((a for a in (argv or [])[1:] if a in REGISTRY), None) if (argv or [None])[0] == "run" else None
     _add_run(sub, algorithm)
-    for add in (_add_demo, _add_tune, _add_audit, _add_experiment, _add_bench): add(sub)
+    for add in (_add_demo, _add_tune, _add_audit, add_experiment, _add_bench): add(sub)
     return ap
 
 # %% ../../nbs/interface/50_cli.ipynb #f68feb59
 def _hidden(s:str) -> int|tuple:
     "--hidden H or H1,H2,…: one hidden layer's width, or one width per hidden layer (`DeepMLP`)."
-    ws = tuple(_positive_int(w) for w in s.split(","))
+    ws = tuple(positive_int(w) for w in s.split(","))
     return ws[0] if len(ws) == 1 else ws
 
 # %% ../../nbs/interface/50_cli.ipynb #48624b8b
