@@ -52,6 +52,7 @@ from .planning.minimize import minimize, plan_run as plan, planned_ledger
 from .problems.losses import from_jax, from_torch, FrameworkLoss
 from .problems.data import code_labels, train_test_split, public_scaler, fit_private_scaler
 from .planning.tuning import tune, plan_tuning, TuneResult
+import dpnotebooks.planning.request  # gives every Result its to_json and save (6 ms)  # noqa: F401
 import dpnotebooks.problems.lower_bounds  # registers the problem 'abggmu-lower-bound' (it imports problems, so problems cannot import it)  # noqa: F401
 
 _all_ = ["set_backend", "get_backend", "use_backend", "available_backends", "Dataset", "Problem", "get_problem", "list_problems",

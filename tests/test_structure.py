@@ -56,3 +56,11 @@ def test_slow_tests_are_left_out_of_the_fast_tier():
     res = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_site.py"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert "test_every_page" not in res.stdout and "deselected" in res.stdout, res.stdout
+
+def test_all_is_the_documented_face():
+    "Every name README and the tutorials import from the top package is in `__all__`, and every name of `__all__` exists."
+    import re, dpnotebooks
+    texts = [(ROOT / "README.md").read_text()] + [p.read_text() for p in (ROOT / "nbs" / "tutorials").glob("*.ipynb")]
+    used = {n.strip() for t in texts for m in re.finditer(r"from dpnotebooks import ([\w, ]+)", t) for n in m.group(1).split(",") if n.strip()}
+    assert used and used <= set(dpnotebooks.__all__), sorted(used - set(dpnotebooks.__all__))
+    assert all(hasattr(dpnotebooks, n) for n in dpnotebooks.__all__)

@@ -73,8 +73,17 @@ def build(out: Path, jobs: int = 2, only=None, run: bool = True, skip_slow: bool
     site_render.copy_mathjax(out)
     flags = nb_run.run_flags(root, skip_slow) if run else set()
     timed = render_all([(p, out, pages, run, skip_slow, True, flags, timeout, key, keep_going) for p in todo], jobs)
+    finish(out, paths, pages, root)
     report(timed, run, timing_min)
     return [n for n, _, _, _ in timed]
+
+
+def finish(out: Path, paths: list, pages: list, root: Path = ROOT):
+    "What every build ends with: a stub for each sidebar page not in `out` (how to build it), the API index and the search index."
+    for p, (stem, title, _) in zip(paths, pages):
+        if not (out / f"{stem}.html").exists(): site_render.stub(p, out, pages, title)
+    site_render.api_page(root, out, pages)
+    site_render.search_index(out)
 
 
 def _without_slow(todo: list) -> list:

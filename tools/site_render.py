@@ -71,6 +71,10 @@ def show_doc_markdown(module: str, name: str) -> str | None:
     return re.sub(r"\]\(([^)]*)\)\{[^}]*\}", r"](\1)", md).strip()
 
 
+# The line each notebook's title cell ends with, linking its page in _site/ (tools/page_links.py writes it): left out of the page.
+PAGE_LINK = re.compile(r"\n*^Its page with outputs: .*$", re.M)
+
+
 def process(nb, module: str | None):
     "Apply nbdev's documentation directives and insert show_doc after exported symbols."
     import nbformat
@@ -78,6 +82,7 @@ def process(nb, module: str | None):
     for c in nb.cells:
         if c.cell_type == "raw": continue
         if c.cell_type == "markdown":
+            c.source = PAGE_LINK.sub("", c.source).rstrip("\n")          # the notebook's link to this very page
             c.source = re.sub(r"\]\((?:[\w.-]+/)*([\w-]+?)\.ipynb(#[^)]*)?\)", lambda m: f"]({m.group(1)}.html{m.group(2) or ''})", c.source)
             cells.append(c); continue
         d = directives(c.source)
@@ -103,7 +108,19 @@ def sidebar(pages: list, current: str) -> str:
         if g != group and g: items += f'<li class="group">{html.escape(g)}</li>'
         group = g
         items += f'<li{" class=active" if stem == current else ""}><a href="{stem}.html">{html.escape(title)}</a></li>'
-    return (f'<nav id="dpnb-sidebar"><a class="brand" href="index.html">dpnotebooks</a><ul>{items}</ul></nav>')
+    return (f'<nav id="dpnb-sidebar"><a class="brand" href="index.html">dpnotebooks</a>{SEARCH_BOX}'
+            f'<a class="api" href="api.html">API index</a><ul>{items}</ul></nav>')
+
+
+# A search over every page, in the browser and offline: search.js (written by `search_index` after a build) holds each page's
+# title and text; the box lists the pages holding every word typed, in sidebar order.
+SEARCH_BOX = ('<input id="dpnb-search" type="search" placeholder="Search the pages" aria-label="Search the pages" '
+              'oninput="dpnbSearch(this.value)"><ul id="dpnb-results"></ul><script src="search.js"></script><script>'
+              'function dpnbSearch(q){const r=document.getElementById("dpnb-results");r.innerHTML="";'
+              'const w=q.toLowerCase().split(/\\s+/).filter(x=>x.length>1);if(!w.length||!window.DPNB_INDEX)return;'
+              'for(const p of DPNB_INDEX){if(w.every(x=>p.text.includes(x)||p.title.toLowerCase().includes(x))){'
+              'const li=document.createElement("li"),a=document.createElement("a");a.href=p.page;a.textContent=p.title;'
+              'li.appendChild(a);r.appendChild(li);}}}</script>')
 
 
 STYLE = """<style>
@@ -112,6 +129,8 @@ STYLE = """<style>
 #dpnb-sidebar .brand{font-weight:600;font-size:17px;display:block;margin-bottom:10px;color:#222;text-decoration:none}
 #dpnb-sidebar ul{list-style:none;padding:0;margin:0}#dpnb-sidebar li{margin:3px 0}
 #dpnb-sidebar li.active a{font-weight:600;color:#000}#dpnb-sidebar li.group{margin:12px 0 2px;font-size:12px;text-transform:uppercase;letter-spacing:.05em;color:#777}#dpnb-sidebar a{color:#2a5db0;text-decoration:none}
+#dpnb-search{width:100%;box-sizing:border-box;margin:0 0 6px;padding:4px}#dpnb-results{margin-bottom:8px !important}
+#dpnb-sidebar a.api{display:block;margin-bottom:8px}
 body{margin-left:270px !important}
 </style>"""
 
@@ -207,3 +226,61 @@ def copy_mathjax(out: Path):
     import jupyter_server_mathjax
     src = Path(jupyter_server_mathjax.__file__).parent / "static"
     if not (out / "mathjax").exists(): shutil.copytree(src, out / "mathjax")
+
+
+def _page(out: Path, name: str, title: str, body_html: str, pages: list, current: str):
+    "A page of the site's own (no notebook): the sidebar, a title and `body_html`."
+    (out / name).write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>{STYLE}</head>"
+                            f"<body>{sidebar(pages, current)}<main style='max-width:1000px;padding:16px;font:15px/1.5 system-ui,sans-serif'>"
+                            f"<h1>{html.escape(title)}</h1>{body_html}</main></body></html>")
+
+
+def stub(path: Path, out: Path, pages: list, title: str):
+    "The page of a notebook this build did not run (the fast tier leaves out those with slow cells): how to build it."
+    rel = f"nbs/{path.parent.name}/{path.name}" if path.parent.name != "nbs" else f"nbs/{path.name}"
+    _page(out, f"{path.stem}.html", title, f"<p>This page runs slow cells, so the fast test tier did not build it. Build it with "
+          f"<code>python tools/build_site.py --only {path.stem}</code> (or the whole site: <code>python tools/build_site.py</code>; "
+          f"CI's slow tier builds every page), or open its notebook, <code>{html.escape(rel)}</code>, in JupyterLab.</p>", pages, path.stem)
+
+
+def api_entries(root: Path) -> list:
+    "(module, name, signature, page stem) of every name in a module's `__all__`, read from the exported sources (nothing imported)."
+    out = []
+    for py in sorted((root / "dpnotebooks").rglob("*.py")):
+        if py.name == "_modidx.py": continue
+        src = py.read_text(); tree = ast.parse(src); lines = src.splitlines()
+        names = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)), [])
+        module = ".".join(py.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        for node in tree.body:
+            name = node.name if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else next((t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)), None)
+            if name not in names: continue
+            cell = next((m.group(1) for l in reversed(lines[:node.lineno]) if (m := re.match(r"# %% \S*?([\w-]+)\.ipynb", l))), None)
+            sig = (f"{name}({ast.unparse(node.args)})" if isinstance(node, ast.FunctionDef) else
+                   f"class {name}" + (f"({', '.join(ast.unparse(b) for b in node.bases)})" if isinstance(node, ast.ClassDef) and node.bases else "")
+                   if isinstance(node, ast.ClassDef) else f"{name} = ...")
+            out.append((module, name, sig, cell))
+    return out
+
+
+def api_page(root: Path, out: Path, pages: list):
+    "api.html: every public name (a module's `__all__`) with its signature and a link to the page that defines it."
+    built = {stem for stem, _, _ in pages}
+    rows, module = [], None
+    for mod, name, sig, cell in api_entries(root):
+        if mod != module: rows.append(f"<h2 id='{mod}'>{mod}</h2>"); module = mod
+        link = f"<a href='{cell}.html'>{cell}</a>" if cell in built else ""
+        rows.append(f"<p><code>{html.escape(sig)}</code> <span style='color:#777'>{link}</span></p>")
+    _page(out, "api.html", "API index", "<p>Every public name of the package, with its signature and the page that defines it.</p>" + "".join(rows), pages, "api")
+
+
+def search_index(out: Path):
+    "search.js: the title and the text (lower case, tags stripped) of every page in `out`, for the sidebar's search box."
+    import json
+    index = []
+    for page in sorted(out.glob("*.html")):
+        t = page.read_text()
+        title = html.unescape((re.search(r"<title>(.*?)</title>", t, re.S) or [None, page.stem])[1]).strip()
+        body = re.sub(r"<(script|style|nav)\b.*?</\1>", " ", t, flags=re.S)
+        text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body))).lower()
+        index.append(dict(page=page.name, title=title, text=text[:60000]))
+    (out / "search.js").write_text("window.DPNB_INDEX = " + json.dumps(index) + ";\n")

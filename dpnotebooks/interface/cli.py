@@ -6,7 +6,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/interface/cli.html.md"""
 
 # %% ../../nbs/interface/50_cli.ipynb #16a6503f
 from __future__ import annotations
-import argparse, json, sys
+import argparse, json, sys, warnings
 from pathlib import Path
 from ..core.backend import set_backend, BackendUnavailableError, BACKENDS
 from ..problems.base import list_problems
@@ -66,7 +66,7 @@ def format_run(r:dict) -> str:
              f"{'seed ' + str(r['seed']) if r['seeded'] else 'unseeded: OS entropy'}{', secure noise' if r.get('secure') else ''})",
              f"privacy: {eps}", f"data: {r['samples_used']} samples used, each at most {r['max_uses_per_sample']} time(s); {r['seconds']:.2f} s"]
     if "sosp" in r: lines.append(f"escapes: {', '.join(a['status'] for a in r['sosp']['anchors']) or 'none'}; output: {r['sosp']['reason']}")
-    if "evaluation" in r: lines += _format_block(r["evaluation"])
+    if "evaluation" in r: lines += _format_block(r["evaluation"]) + [f"warning: {w}" for w in r["evaluation"].get("warnings", [])]
     else: lines.append("no held-out evaluation (pass --test FILE)")
     if "nonprivate" in r:
         lines += ["NON-PRIVATE DIAGNOSTICS (computed on the private data; do not publish):", *_format_block(r["nonprivate"]),
@@ -333,13 +333,19 @@ def _hidden(s:str) -> int|tuple:
     return ws[0] if len(ws) == 1 else ws
 
 # %% ../../nbs/interface/50_cli.ipynb #48624b8b
+def _one_line(message, category, filename, lineno, file=None, line=None):
+    "A warning as one line on stderr, `dpnb: warning: ...` (no source line: the message says what to do)."
+    print(f"dpnb: warning: {message}", file=file or sys.stderr)
+
 def main(argv=None) -> int:
     "Entry point of the `dpnb` console script."
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser([a for a in argv if a != "--backend" and a not in BACKENDS]).parse_args(argv)
     try:
         if args.backend: set_backend(args.backend)
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line
+            return args.func(args)
     except (ValueError, FileNotFoundError, BackendUnavailableError, MissingExtraError, BudgetExceededError, InsufficientDataError, RunStopped) as err:
         print(f"dpnb: error: {err}", file=sys.stderr); return 2
     except RunInterrupted as err:

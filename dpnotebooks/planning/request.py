@@ -17,7 +17,7 @@ from ..problems.dataset import load_file, with_data, Dataset, load_sklearn, read
 from ..problems.data import (code_labels, code_schema, label_coding, multiclass, n_classes, MULTICLASS, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
-from ..privacy.ledger import Ledger, EVENT_FIELDS
+from ..privacy.ledger import Ledger, EVENT_FIELDS, Result
 from ..privacy.accounting import DEFAULT_ACCOUNTANT, NEIGHBOURING
 from ..engine.registry import record_dict
 from .catalog import ALGORITHMS
@@ -28,8 +28,8 @@ from ..algorithms.deep_mlp import make_mlp, check_hidden
 from ..problems.base import capabilities
 
 # %% auto #0
-__all__ = ['RunRequest', 'jsonable', 'evaluate', 'evaluation_block', 'load_loss', 'run_data', 'user_data', 'run_request',
-           'run_algorithm', 'run_inputs', 'shape_problem', 'dry_run']
+__all__ = ['RunRequest', 'jsonable', 'evaluate', 'evaluation_block', 'learned_nothing', 'load_loss', 'run_data', 'csv_pair',
+           'user_data', 'run_request', 'run_algorithm', 'run_inputs', 'shape_problem', 'dry_run']
 
 # %% ../../nbs/planning/36_run_request.ipynb #2e047aeb
 @dataclass(frozen=True)
@@ -118,6 +118,20 @@ def evaluation_block(problem, x0, x, alpha:float, kind:str, what:str) -> dict:
         if key in b: block.update({f"{key}_x0": a[key], f"{key}_out": b[key]})
     return block
 
+def learned_nothing(problem, block:dict) -> list:
+    "Warnings from a HELD-OUT `evaluation_block` (not private): an output no better than the held-out majority class, or a held-out loss that did not fall."
+    out, lo, l0 = [], block["loss_out"], block["loss_x0"]
+    if "accuracy_out" in block:
+        y = to_numpy(problem.data.y); y = y[np.isfinite(y)]
+        share = float(np.unique(y, return_counts=True)[1].max() / len(y)) if len(y) else float("nan")
+        if block["accuracy_out"] <= share + 1e-12:
+            out.append(f"held-out accuracy {block['accuracy_out']:.3f} is no better than always predicting the held-out majority class ({share:.3f}): "
+                       "the model learned nothing usable. Check the features' scale (--scale public --scale-with ...), the budget, or the algorithm.")
+    if lo > l0 * (1 + 1e-9) + 1e-12: out.append(f"the held-out loss rose from {l0:.4g} at x0 to {lo:.4g} at the output: the run made the model worse.")
+    elif abs(lo - l0) <= 1e-9 * max(1.0, abs(l0)): out.append(f"the held-out loss did not change ({l0:.4g}): the run did not move the model; features on a large scale "
+                                                              "(e.g. raw targets or values in the hundreds) leave every gradient clipped to nothing useful.")
+    return out
+
 # %% ../../nbs/planning/36_run_request.ipynb #70d4e981
 def load_loss(spec:str): # 'module:function'; function(Dataset) -> Problem
     "The user's problem factory named by `--problem MODULE:FUNCTION`."
@@ -184,18 +198,18 @@ def _sort_key(v:str) -> tuple:
     num = label_numbers([v])[0]
     return (bool(np.isnan(num)), 0.0 if np.isnan(num) else float(num), v)
 
-def _schema_classes(test:str|None, loss:str|None, classes, target=-1):
+def _schema_classes(test:str|None, loss:str|None, classes, target=-1, like=None):
     "The schema's classes: declared, else the held-out file's label values (public; two: the smaller negative; k > 2 for logistic/mlp), else None."
     if classes is not None or test is None or test in BUNDLED or loss is None or label_coding(loss) is None: return classes
-    vals = sorted(set(read_records(test, target)[1].tolist()), key=_sort_key)
+    vals = sorted(set(read_records(test, target, like=like)[1].tolist()), key=_sort_key)
     if len(vals) == 2 or (len(vals) > 2 and loss in MULTICLASS): return vals
     if loss == "sigmoid-glm": return None                                 # targets in [0, 1]: the default schema keeps them
     raise ValueError(f"The held-out file {test} has {len(vals)} label values ({', '.join(vals[:6])}), and {loss} is a binary loss: "
                      "give a held-out file with two classes, or declare them with --classes NEGATIVE,POSITIVE.")
 
-def _held_out_file(test:str, loss:str|None, classes, target=-1, categorical=None) -> Dataset:
-    "The held-out file (public: refused with the position of a bad entry), its labels coded by the run's schema."
-    X, labels = read_records(test, target, categorical)
+def _held_out_file(test:str, loss:str|None, classes, target=-1, categorical=None, like=None) -> Dataset:
+    "The held-out file (public: refused with the position of a bad entry) in the training file's schema (`like`), its labels coded by the run's schema."
+    X, labels = read_records(test, target, categorical, like)
     y, _ = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
     check_finite(X, f"held-out file {test}: X")
     if np.isnan(y).any(): raise ValueError(f"The held-out file {test} has labels outside the schema (at row {int(np.flatnonzero(np.isnan(y))[0])}): "
@@ -203,19 +217,24 @@ def _held_out_file(test:str, loss:str|None, classes, target=-1, categorical=None
     return Dataset(X, y, Path(test).stem)
 
 # %% ../../nbs/planning/36_run_request.ipynb #f1095b57
+def csv_pair(data, test):
+    "The training file whose schema a held-out .csv is read in (`read_records(like=)`), when both are .csv files; else None."
+    return data if test is not None and str(data).endswith(".csv") and str(test).endswith(".csv") else None
+
 def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|None=None, split_seed:int=0,
               n:int|None=None, d:int|None=None, classes=None, target=-1, categorical=None) -> tuple:
     "(train, held-out Dataset or None, what it is, the record's `data` block): the private file read and coded by the public schema, split; not scaled."
     if test is not None and test_fraction is not None: raise ValueError("Give either --test FILE or --test-fraction F, not both.")
     loss = None if ":" in problem else problem
+    like = csv_pair(data, test)
     if data in BUNDLED:                                                   # public data: its label set may be read
         raw = _bundled(data, problem, classes); train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
-    else: train, coding = _private_file(data, loss, _schema_classes(test, loss, classes, target), target, categorical)
+    else: train, coding = _private_file(data, loss, _schema_classes(test, loss, classes, target, like), target, categorical)
     _check_size(n, d, train, data)
     held, what, split = None, None, None
     if test is not None:
         what = f"held-out file {test} (not private)"
-        if test not in BUNDLED: held = _held_out_file(test, loss, _schema_classes(test, loss, classes, target), target, categorical)
+        if test not in BUNDLED: held = _held_out_file(test, loss, _schema_classes(test, loss, classes, target, like), target, categorical, like)
         else: held = code_labels(_bundled(test, problem, classes), loss, (coding or {}).get("values", classes), say=False)[0] if loss else _bundled(test, problem)
     elif test_fraction is not None:
         train, held = train_test_split(train, test_fraction, split_seed)
@@ -280,7 +299,9 @@ def _problem_on(problem:str, ds:Dataset, data_seed:int, hidden:int|tuple|None=No
 def _scaling(req:RunRequest, train:Dataset, k:int=0) -> tuple:
     "(Scaler, its Ledger or None, the training run's ε, the scaling's record): public constants, none, or a charged private estimate."
     scale, algorithm, epsilon, delta, accountant = req.scale, req.algorithm, req.epsilon, req.delta, req.accountant
-    if scale == "none": return Scaler(), None, epsilon, dict(source="none", note="rows only projected into the unit ball")
+    if scale == "none": return Scaler(), None, epsilon, dict(source="none", note="rows only projected into the unit ball, features as they are: a feature on a large scale "
+                                                               "(values in the hundreds or thousands) swamps the others and the run may learn nothing; "
+                                                               "declare public bounds with --scale public --scale-with CENTER,SCALE (e.g. ranges documented with the data)")
     if scale == "public": sc = public_scaler(*_two_rows(req.scale_with, train.p, scale)); return sc, None, epsilon, sc.to_dict()
     if not ALGORITHMS[algorithm].private: raise ValueError(f"--scale private charges a privacy budget; {algorithm} is not private. Use --scale public or none.")
     es, e0 = split_budget(epsilon, req.scale_epsilon)
@@ -360,7 +381,7 @@ def run_inputs(req:RunRequest) -> tuple:
     return p, None if test_ds is None else with_data(p, icpt(sc(test_ds))), what, block, scl, et
 
 def _scaling_note(info:dict) -> str:
-    if info["source"] == "none": return "not scaled (--scale none): rows only projected into the unit ball; see --scale public|private"
+    if info["source"] == "none": return f"not scaled (--scale none): {info['note']}"
     if info["source"] == "public": return "scaled with public constants (--scale public), rows projected into the unit ball"
     return (f"scaled with a private estimate (epsilon {info['epsilon']:g} of the budget; training gets {info['training_epsilon']:.4g}), "
             "rows projected into the unit ball")
@@ -376,17 +397,24 @@ def _privacy_block(ledger:Ledger, epsilon:float, delta:float, accountant:str, pr
                 events=ledger.to_dicts(), event_fields=EVENT_FIELDS)
 
 # %% ../../nbs/planning/36_run_request.ipynb #5c7fbb03
-def _record(req:RunRequest, block:dict, p, held, what, res) -> dict:
-    "The JSON record: what the run released and its price, `evaluation` on held-out data, `nonprivate` only when asked for."
-    plan, spec = res.trace["plan"], ALGORITHMS[req.algorithm]; kind, private = spec.stationarity, spec.private
-    r = dict(algorithm=req.algorithm, problem=req.problem, data=block, n=len(p.data), d=p.dim, seed=res.seed, seeded=res.seeded,
-             backend=get_backend(), secure=res.secure,
-             privacy=_privacy_block(res.ledger, res.epsilon, res.delta, res.accountant, private),
+def result_record(res) -> dict:
+    "The fields of `dpnb run`'s JSON record that a `Result` of `minimize` holds, with the same names and schema (no data, problem or evaluation)."
+    plan = res.trace["plan"]; spec = ALGORITHMS[plan.algorithm]
+    r = dict(algorithm=plan.algorithm, n=int(plan.n), d=int(np.size(res.x)), seed=res.seed, seeded=res.seeded, backend=get_backend(), secure=res.secure,
+             privacy=_privacy_block(res.ledger, res.epsilon, res.delta, res.accountant, spec.private),
              samples_used=res.samples_used, max_uses_per_sample=res.max_uses_per_sample, x_out=res.x, seconds=res.seconds,
-             checkpoint=res.trace.get("checkpoint"), plan=dict(plan._asdict(), params=record_dict(plan.params), work=estimate_work(p, plan)._asdict()))
-    if kind == "sosp": r["sosp"] = _sosp_block(res)
-    if held is not None: r["evaluation"] = dict(evaluation_block(held, p.x0, res.x, plan.alpha, kind, what),
-                                                note="held-out data: not protected by the privacy guarantee, and not used by the run")
+             checkpoint=res.trace.get("checkpoint"), plan=dict(plan._asdict(), params=record_dict(plan.params)))
+    if spec.stationarity == "sosp": r["sosp"] = _sosp_block(res)
+    return r
+
+def _record(req:RunRequest, block:dict, p, held, what, res) -> dict:
+    "The JSON record: `result_record` with the problem and its data, `evaluation` on held-out data, `nonprivate` only when asked for."
+    plan, kind = res.trace["plan"], ALGORITHMS[req.algorithm].stationarity
+    base = result_record(res); base["plan"]["work"] = estimate_work(p, plan)._asdict()
+    r = dict(algorithm=base.pop("algorithm"), problem=req.problem, data=block, **dict(base, n=len(p.data), d=p.dim))
+    if held is not None:
+        ev = evaluation_block(held, p.x0, res.x, plan.alpha, kind, what)
+        r["evaluation"] = dict(ev, note="held-out data: not protected by the privacy guarantee, and not used by the run", warnings=learned_nothing(held, ev))
     if req.nonprivate_diagnostics:
         ok = _finite_rows(p.data); fit = with_data(p, p.data[np.flatnonzero(ok)])     # a malformed record was zeroed in the run
         r["nonprivate"] = dict(evaluation_block(fit, p.x0, res.x, plan.alpha, kind, "the private training data: NOT private"), **res.nonprivate,
@@ -401,6 +429,19 @@ def _sosp_block(res) -> dict:
                 note="decided from the released noisy gradients and iterates: part of the private output")
 
 
+# %% ../../nbs/planning/36_run_request.ipynb #50f1a50d
+@patch
+def to_json(self:Result, indent:int|None=1) -> str:
+    "The JSON of `result_record` (`dpnb run`'s schema), with `nonprivate` labelled when the run was asked for it."
+    r = result_record(self)
+    if self.nonprivate is not None: r["nonprivate"] = dict(self.nonprivate, note="NOT private: computed on the private data; do not publish")
+    return json.dumps(jsonable(r), indent=indent)
+
+@patch
+def save(self:Result, path) -> Path:
+    "Write `to_json()` to `path` (its folder is created); returns the path."
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True); path.write_text(self.to_json()); return path
+
 # %% ../../nbs/planning/36_run_request.ipynb #ae7aca95
 def shape_problem(req:RunRequest):
     "The problem a dry run prices: synthetic or bundled data as a run builds it; a private file's shape only (its records are zeros)."
@@ -409,7 +450,7 @@ def shape_problem(req:RunRequest):
         if ":" in problem: return _user_problem(problem, data)
         p = get_problem("logistic" if problem == "mlp" else problem, n=20000 if n is None else n, d=10 if d is None else d, seed=req.data_seed)
         return _problem_on("mlp", p.data, req.data_seed, req.hidden) if problem == "mlp" else p
-    k = 0 if ":" in problem else len(multiclass(problem, req.classes if data in BUNDLED else _schema_classes(req.test, problem, req.classes, _target(req))) or ())
+    k = 0 if ":" in problem else len(multiclass(problem, req.classes if data in BUNDLED else _schema_classes(req.test, problem, req.classes, _target(req), csv_pair(data, req.test))) or ())
     if data in BUNDLED:
         ds = _bundled(data, problem, req.classes); _check_size(n, d, ds, data)
         return _problem_on(problem, _intercept(req)(ds), req.data_seed, req.hidden, k)

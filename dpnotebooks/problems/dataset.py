@@ -132,27 +132,42 @@ def load_sklearn(name:str, # 'breast-cancer' or 'digits'
 
 
 # %% ../../nbs/problems/03_dataset.ipynb #30452485
-def _floats(path:Path, i:int, l:str, cells:list) -> list:
+def _csv_lines(path:Path) -> list:
+    "[(line number, cells, None)] of a .csv read by the csv module (quoted fields, commas inside quotes); blank lines dropped."
+    import csv
+    with open(path, newline="") as f:
+        r = csv.reader(f)
+        return [(r.line_num, [v.strip() for v in row], None) for row in r if any(v.strip() for v in row)]
+
+def _parses(v:str) -> bool:
+    try: float(v); return True
+    except ValueError: return False
+
+def _floats(path:Path, i:int, cells:list, names:list) -> list:
+    "The cells as floats, or an error naming the line and the column, never the values (a record may be private)."
     try: return [float(v) for v in cells]
-    except ValueError: raise ValueError(f"{path.name}, line {i}: {l[:60]!r} is not a row of comma-separated numbers. Fix or remove it.") from None
+    except ValueError:
+        j = next(j for j, v in enumerate(cells) if not _parses(v))
+        raise ValueError(f"{path.name}, line {i}: column {names[j]!r} is not a number. Fix or remove that row (its values are not shown).") from None
 
 def _read_csv(path:Path, target:int|str=-1) -> tuple:
     "(X, y) from a .csv: an optional header line, then equally long rows of numbers; y (column `target`) may hold text labels."
-    lines = [(i, [v.strip() for v in l.split(",")], l) for i, l in enumerate(path.read_text().splitlines(), 1) if l.strip()]
+    lines = _csv_lines(path)
     width = len(lines[0][1]) if lines else 0
     if width == 1: raise ValueError(f"{path.name} has one column: it needs features and a last column y.")
     t = (lines[0][1].index(target) if lines and target in lines[0][1] else None) if isinstance(target, str) else target
     if lines and (t is None or not -width <= t < width):
         raise ValueError(f"{path.name}: no target column {target!r} among its {width} columns. Pass target= a column index or a header name.")
+    names = list(range(width))
     if lines:
-        t %= width; i0, c0, l0 = lines[0]
-        try: _floats(path, i0, l0, c0[:t] + c0[t + 1:])
-        except ValueError: lines = lines[1:]                              # a header line
+        t %= width; i0, c0, _ = lines[0]
+        try: _floats(path, i0, c0[:t] + c0[t + 1:], names)
+        except ValueError: lines, names = lines[1:], c0                   # a header line: its names label the columns in messages
     if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, the last column being y.")
     X, y = [], []
-    for i, cells, l in lines:
+    for i, cells, _ in lines:
         if len(cells) != width: raise ValueError(f"{path.name}, line {i}: {len(cells)} columns where the first row has {width}. Every row needs the same columns.")
-        X.append(_floats(path, i, l, cells[:t] + cells[t + 1:])); y.append(cells[t])
+        X.append(_floats(path, i, cells[:t] + cells[t + 1:], names[:t] + names[t + 1:])); y.append(cells[t])
     try: y = np.asarray([float(v) for v in y])
     except ValueError: y = np.asarray(y)                                  # text labels: coded by `from_arrays`
     return np.asarray(X, dtype=float), y
@@ -271,21 +286,44 @@ def _column(path:Path, head:list, has_head:bool, name, what:str) -> int:
     if not has_head or name not in head: raise ValueError(f"{path.name}: no header column {name!r} for {what}. Name a column of the header, or give its index.")
     return head.index(name)
 
-def _csv_records(path:Path, target:int|str=-1, categorical:dict|None=None) -> tuple:
-    "(X, labels) of a private .csv: the header (a first line holding no number) and the row length are schema."
-    lines = [(i, [v.strip() for v in l.split(",")], l) for i, l in enumerate(path.read_text().splitlines(), 1) if l.strip()]
+def _csv_schema(path:Path, target:int|str=-1) -> tuple:
+    "(lines, header names or None, width): the header (a first line holding no number) and the row length are schema."
+    lines = _csv_lines(path)
     if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, one column being y.")
     head = lines[0][1]
     if isinstance(target, str) and target not in head:
         raise ValueError(f"{path.name}: no header column {target!r}. Name the target column as the header does, or pass its index.")
-    t0 = head.index(target) if isinstance(target, str) else target
     has_head = isinstance(target, str) or (len(lines) > 1 and all(math.isnan(_number(v)) for v in head))   # a header holds no number
     width = len(head) if has_head else Counter(len(c) for _, c, _ in lines).most_common(1)[0][0]
     if width < 2: raise ValueError(f"{path.name} has one column: it needs features and a target column y.")
-    if not -width <= t0 < width: raise ValueError(f"{path.name}: no target column {target!r} among its {width} columns.")
-    rows = lines[1:] if has_head else lines
+    return lines, (head if has_head else None), width
+
+# %% ../../nbs/problems/03_dataset.ipynb #21519de4
+def _aligned(path:Path, rows:list, head, width:int, like:Path, target) -> tuple:
+    "(rows, header) of a held-out .csv in the column order of the training file `like`, or a refusal showing both schemas."
+    _, lhead, lwidth = _csv_schema(like, target)
+    if head is None or lhead is None:
+        if width == lwidth and head is None and lhead is None: return rows, None
+        say = lambda h, w: f"{w} columns, " + ("header " + ",".join(h) if h else "no header")
+        raise ValueError(f"{path.name} ({say(head, width)}) does not match the training file {like.name} ({say(lhead, lwidth)}). "
+                         "Give the held-out file the training file's columns, with the same header or none.")
+    if head == lhead: return rows, head
+    if sorted(head) != sorted(lhead) or len(set(head)) < len(head):
+        miss, extra = [h for h in lhead if h not in head], [h for h in head if h not in lhead]
+        raise ValueError(f"{path.name}'s columns do not match the training file's (missing: {', '.join(miss) or '-'}; not in training: {', '.join(extra) or '-'}). "
+                         f"{path.name}: {','.join(head)}; {like.name}: {','.join(lhead)}. Give the held-out file the training file's column names (their order may differ).")
+    perm = [head.index(c) for c in lhead]
+    return [(i, [cells[j] for j in perm] if len(cells) == width else cells, x) for i, cells, x in rows], lhead
+
+def _csv_records(path:Path, target:int|str=-1, categorical:dict|None=None, like:Path|None=None) -> tuple:
+    "(X, labels) of a .csv, every line a record; with `like` (the training file), in its schema (`_aligned`)."
+    lines, head, width = _csv_schema(path, target)
+    rows = lines[1:] if head is not None else lines
     if not rows: raise ValueError(f"{path.name} has a header and no data rows.")
-    cat = {_column(path, head, has_head, c, "--categorical") % width: cats for c, cats in (categorical or {}).items()}
+    if like is not None: rows, head = _aligned(path, rows, head, width, Path(like), target)
+    t0 = head.index(target) if isinstance(target, str) else target
+    if not -width <= t0 < width: raise ValueError(f"{path.name}: no target column {target!r} among its {width} columns.")
+    cat = {_column(path, head or [], head is not None, c, "--categorical") % width: cats for c, cats in (categorical or {}).items()}
     if t0 % width in cat: raise ValueError(f"{path.name}: the target column is also declared categorical. Declare its classes with --classes instead.")
     return _record_rows(rows, width, t0 % width, cat)
 
@@ -293,10 +331,11 @@ def _csv_records(path:Path, target:int|str=-1, categorical:dict|None=None) -> tu
 def read_records(path:str|Path, # a private .csv (header optional) or .npz (arrays X and y)
                  target:int|str=-1, # the target column of a .csv: an index, or a header name
                  categorical:dict|None=None, # {column (header name or index): [categories]} of a .csv: one-hot coded (PUBLIC schema)
+                 like:str|Path|None=None, # the training .csv whose schema (header, width) a held-out .csv must share
                 ) -> tuple: # (X float (n, p), NaN where a record is malformed; labels (n,) as text)
     "A PRIVATE data file, every line a record: nothing a record holds can stop the read or reach a message."
     path = _existing(path)
-    if path.suffix == ".csv": return _csv_records(path, target, categorical)
+    if path.suffix == ".csv": return _csv_records(path, target, categorical, like)
     if categorical: raise ValueError(f"{path.name}: categorical columns are read from a .csv with a header. Code them in your .npz, or use a .csv.")
     if path.suffix != ".npz": raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (one column y).")
     with np.load(path) as f:
