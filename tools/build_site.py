@@ -81,7 +81,7 @@ def build(out: Path, jobs: int = 2, only=None, run: bool = True, skip_slow: bool
 def finish(out: Path, paths: list, pages: list, root: Path = ROOT):
     "What every build ends with: a stub for each sidebar page not in `out` (how to build it), the API index and the search index."
     for p, (stem, title, _) in zip(paths, pages):
-        if not (out / f"{stem}.html").exists(): site_render.stub(p, out, pages, title)
+        if not (out / f"{stem}.html").exists(): site_render.stub(p, out, pages, title, build_cache.has_slow(p))
     site_render.api_page(root, out, pages)
     site_render.search_index(out)
 

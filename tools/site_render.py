@@ -235,10 +235,11 @@ def _page(out: Path, name: str, title: str, body_html: str, pages: list, current
                             f"<h1>{html.escape(title)}</h1>{body_html}</main></body></html>")
 
 
-def stub(path: Path, out: Path, pages: list, title: str):
-    "The page of a notebook this build did not run (the fast tier leaves out those with slow cells): how to build it."
+def stub(path: Path, out: Path, pages: list, title: str, slow: bool = True):
+    "The page of a notebook this build did not write (the fast tier leaves out those with slow cells; a failed page): how to build it."
     rel = f"nbs/{path.parent.name}/{path.name}" if path.parent.name != "nbs" else f"nbs/{path.name}"
-    _page(out, f"{path.stem}.html", title, f"<p>This page runs slow cells, so the fast test tier did not build it. Build it with "
+    why = "This page runs slow cells, so the fast test tier did not build it." if slow else "This build did not write this page (it failed, or was not asked for)."
+    _page(out, f"{path.stem}.html", title, f"<p>{why} Build it with "
           f"<code>python tools/build_site.py --only {path.stem}</code> (or the whole site: <code>python tools/build_site.py</code>; "
           f"CI's slow tier builds every page), or open its notebook, <code>{html.escape(rel)}</code>, in JupyterLab.</p>", pages, path.stem)
 

@@ -126,7 +126,8 @@ def learned_nothing(problem, block:dict) -> list:
         share = float(np.unique(y, return_counts=True)[1].max() / len(y)) if len(y) else float("nan")
         if block["accuracy_out"] <= share + 1e-12:
             out.append(f"held-out accuracy {block['accuracy_out']:.3f} is no better than always predicting the held-out majority class ({share:.3f}): "
-                       "the model learned nothing usable. Check the features' scale (--scale public --scale-with ...), the budget, or the algorithm.")
+                       "the model learned nothing usable. Check the features' scale (--scale public --scale-with ...), that the training labels are "
+                       "those of the schema (--classes: a record with another label is zeroed), the budget, or the algorithm.")
     if lo > l0 * (1 + 1e-9) + 1e-12: out.append(f"the held-out loss rose from {l0:.4g} at x0 to {lo:.4g} at the output: the run made the model worse.")
     elif abs(lo - l0) <= 1e-9 * max(1.0, abs(l0)): out.append(f"the held-out loss did not change ({l0:.4g}): the run did not move the model; features on a large scale "
                                                               "(e.g. raw targets or values in the hundreds) leave every gradient clipped to nothing useful.")
