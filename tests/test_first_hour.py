@@ -60,3 +60,14 @@ def test_training_labels_outside_the_schema_warn(wine, tmp_path):
     "Text labels in the training file against 0/1 held out: the records are zeroed (nothing about them is printed), and the run warns."
     r, rec = _run(wine, "train_text.csv", "test.csv", tmp_path)
     assert r.returncode == 0 and rec["evaluation"]["warnings"] and "class_0" not in r.stdout + r.stderr
+
+
+def test_a_users_loss_reads_its_private_file_without_naming_a_record(tmp_path):
+    "`--problem MODULE:FUNCTION`: a malformed record of the private file is zeroed by the mechanism; no message names it or its line."
+    rs = np.random.default_rng(0); X = rs.normal(size=(300, 3)); y = (X[:, 0] > 0).astype(int)
+    rows = [",".join(f"{v:g}" for v in r) + f",{t}" for r, t in zip(X, y)]; rows[5] = "1.0,secret_value_Alice,,1"
+    (tmp_path / "tr.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "mine_loss.py").write_text("from dpnotebooks.problems.base import Logistic\ndef make(ds): return Logistic(ds)\n")
+    r = dpnb_here("run", "dp-sgd", "--problem", "mine_loss:make", "--data", "tr.csv", "--epsilon", "1", "--delta", "1e-5", "--seed", "0",
+                  "--out", "o.json", cwd=tmp_path)
+    assert r.returncode == 0 and "Alice" not in r.stdout + r.stderr and "line 6" not in r.stdout + r.stderr, r.stderr

@@ -13,7 +13,7 @@ import numpy as np
 from fastcore.basics import patch
 from ..core.backend import get_backend, to_numpy, make_rng
 from ..problems.base import get_problem, PROBLEMS
-from ..problems.dataset import load_file, with_data, Dataset, load_sklearn, read_records, check_finite
+from ..problems.dataset import load_file, with_data, Dataset, load_sklearn, read_records, check_finite, normalize_rows
 from ..problems.data import (code_labels, code_schema, label_coding, multiclass, n_classes, MULTICLASS, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
@@ -145,9 +145,14 @@ def load_loss(spec:str): # 'module:function'; function(Dataset) -> Problem
     if not callable(f): raise ValueError(f"{spec} is not a function of the dataset.")
     return f
 
+def _user_records(data) -> Dataset:
+    "The PRIVATE file of a user's own loss: `read_records` (a malformed record is a NaN row the mechanism zeroes, never named), labels as numbers, rows in the unit ball."
+    X, labels = read_records(data)
+    return Dataset(normalize_rows(X, 1.0), label_numbers(labels), Path(data).stem)
+
 def _user_problem(spec:str, data):
     if data in (None, "synthetic"): raise ValueError(f"--problem {spec} is your own loss: give its data with --data FILE (.npz or .csv).")
-    p = load_loss(spec)(load_file(data))
+    p = load_loss(spec)(_user_records(data))
     if not hasattr(p, "value") or not hasattr(p, "data"): raise ValueError(f"{spec} must return a Problem (e.g. from from_torch or from_jax). Found {type(p).__name__}.")
     return p
 
