@@ -71,3 +71,19 @@ def test_a_users_loss_reads_its_private_file_without_naming_a_record(tmp_path):
     r = dpnb_here("run", "dp-sgd", "--problem", "mine_loss:make", "--data", "tr.csv", "--epsilon", "1", "--delta", "1e-5", "--seed", "0",
                   "--out", "o.json", cwd=tmp_path)
     assert r.returncode == 0 and "Alice" not in r.stdout + r.stderr and "line 6" not in r.stdout + r.stderr, r.stderr
+
+
+def test_a_vacuous_public_scale_warns_before_the_run(wine, tmp_path):
+    "Declared public bounds far too small for the (held-out, public) records: a warning before the run, in the record too."
+    (tmp_path / "tiny.csv").write_text(",".join(["13"] * 13) + "\n" + ",".join(["0.01"] * 13) + "\n")
+    r, rec = _run(wine, "train.csv", "test.csv", tmp_path, "--scale", "public", "--scale-with", tmp_path / "tiny.csv")
+    assert "the scale is too small" in r.stderr and any("too small" in w for w in rec["data"]["warnings"]), r.stderr
+
+
+def test_raw_regression_targets_warn_before_the_run(tmp_path):
+    from sklearn.datasets import load_diabetes
+    X, y = load_diabetes(return_X_y=True)
+    np.savetxt(tmp_path / "tr.csv", np.c_[X[:300], y[:300]], delimiter=","); np.savetxt(tmp_path / "te.csv", np.c_[X[300:], y[300:]], delimiter=",")
+    r = dpnb_here("run", "dp-sgd", "--problem", "robust-regression", "--data", tmp_path / "tr.csv", "--test", tmp_path / "te.csv",
+                  "--epsilon", "1", "--delta", "1e-5", "--seed", "0", "--out", tmp_path / "o.json")
+    assert r.returncode == 0 and "held-out targets have median |y|" in r.stderr and "did not change" in r.stdout, r.stderr

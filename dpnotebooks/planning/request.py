@@ -6,7 +6,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/planning/run_request.html.md"""
 
 # %% ../../nbs/planning/36_run_request.ipynb #41f2dfad
 from __future__ import annotations
-import sys, json
+import sys, json, math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 import numpy as np
@@ -29,7 +29,7 @@ from ..problems.base import capabilities
 
 # %% auto #0
 __all__ = ['RunRequest', 'jsonable', 'evaluate', 'evaluation_block', 'learned_nothing', 'load_loss', 'run_data', 'csv_pair',
-           'user_data', 'run_request', 'run_algorithm', 'run_inputs', 'shape_problem', 'dry_run']
+           'user_data', 'run_request', 'run_algorithm', 'run_inputs', 'scale_warnings', 'shape_problem', 'dry_run']
 
 # %% ../../nbs/planning/36_run_request.ipynb #2e047aeb
 @dataclass(frozen=True)
@@ -145,14 +145,10 @@ def load_loss(spec:str): # 'module:function'; function(Dataset) -> Problem
     if not callable(f): raise ValueError(f"{spec} is not a function of the dataset.")
     return f
 
-def _user_records(data) -> Dataset:
-    "The PRIVATE file of a user's own loss: `read_records` (a malformed record is a NaN row the mechanism zeroes, never named), labels as numbers, rows in the unit ball."
-    X, labels = read_records(data)
-    return Dataset(normalize_rows(X, 1.0), label_numbers(labels), Path(data).stem)
-
 def _user_problem(spec:str, data):
     if data in (None, "synthetic"): raise ValueError(f"--problem {spec} is your own loss: give its data with --data FILE (.npz or .csv).")
-    p = load_loss(spec)(_user_records(data))
+    X, labels = read_records(data)          # the PRIVATE file: a malformed record is a NaN row the mechanism zeroes, never named
+    p = load_loss(spec)(Dataset(normalize_rows(X, 1.0), label_numbers(labels), Path(data).stem))
     if not hasattr(p, "value") or not hasattr(p, "data"): raise ValueError(f"{spec} must return a Problem (e.g. from from_torch or from_jax). Found {type(p).__name__}.")
     return p
 
@@ -382,9 +378,26 @@ def run_inputs(req:RunRequest) -> tuple:
     lab = block["labels"]
     if lab and lab.get("changed", True): print(f"dpnb: {lab['message']} (the label set is public schema)", file=sys.stderr)
     if data not in ("breast-cancer", "digits"): print(f"dpnb: features: {_scaling_note(info)}", file=sys.stderr)
+    block["warnings"] = [] if test_ds is None else scale_warnings(problem, test_ds, sc)
+    for w in block["warnings"]: print(f"dpnb: warning: {w}", file=sys.stderr)
     icpt = _intercept(req); block["intercept"] = _intercept_block(req)
     p = _problem_on(problem, icpt(sc(train)), req.data_seed, req.hidden, n_classes(block["labels"]))
     return p, None if test_ds is None else with_data(p, icpt(sc(test_ds))), what, block, scl, et
+
+def scale_warnings(problem:str, held:Dataset, sc) -> list:
+    "Before a run, from the HELD-OUT records only (not private): a declared public scale that leaves them far outside the unit ball or crowded at its centre; robust-regression targets far beyond the loss's unit scale."
+    A = to_numpy(held.A); out, A = [], A[np.all(np.isfinite(A), axis=1)]
+    if sc.source == "public" and len(A):
+        u = float(np.median(np.linalg.norm((A - np.asarray(sc.center, float)) / np.asarray(sc.scale, float), axis=1) / math.sqrt(A.shape[1])))
+        if u > 3 * sc.max_norm or u < 0.01 * sc.max_norm:
+            out.append(f"with the declared public scale the held-out rows have median norm {u:.3g} before projection into the ball of radius {sc.max_norm:g}: "
+                       + ("most are projected, so the scale is too small" if u > 1 else "they crowd at its centre, so the scale is too large")
+                       + "; declare the features' typical spread (--scale-with CENTER,SCALE).")
+    y = np.abs(to_numpy(held.y)); y = y[np.isfinite(y)]
+    if problem == "robust-regression" and len(y) and np.median(y) > 2:
+        out.append(f"the held-out targets have median |y| = {float(np.median(y)):.3g}: robust-regression's loss min(|<a,x> - y|, 1) is flat that far "
+                   "from the model, so every gradient vanishes; divide the targets by a public constant (e.g. their documented range).")
+    return out
 
 def _scaling_note(info:dict) -> str:
     if info["source"] == "none": return f"not scaled (--scale none): {info['note']}"
