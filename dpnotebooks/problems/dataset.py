@@ -132,12 +132,15 @@ def load_sklearn(name:str, # 'breast-cancer' or 'digits'
 
 
 # %% ../../nbs/problems/03_dataset.ipynb #30452485
-def _csv_lines(path:Path) -> list:
-    "[(line number, cells, None)] of a .csv read by the csv module (quoted fields, commas inside quotes); blank lines dropped."
+def _csv_line(l:str) -> list:
+    "One line's cells by the csv module (quoted fields); a line it cannot read gives no cells (a malformed record), never an error."
     import csv
-    with open(path, newline="") as f:
-        r = csv.reader(f)
-        return [(r.line_num, [v.strip() for v in row], None) for row in r if any(v.strip() for v in row)]
+    try: return [v.strip() for v in next(csv.reader([l]))]
+    except (csv.Error, StopIteration): return []
+
+def _csv_lines(path:Path) -> list:
+    "[(line number, cells, None)] of a .csv, one record per line whatever it holds (an open quote cannot swallow the next lines); blank lines dropped."
+    return [(i, _csv_line(l), None) for i, l in enumerate(path.read_text(errors="replace").splitlines(), 1) if l.strip()]
 
 def _parses(v:str) -> bool:
     try: float(v); return True
