@@ -78,3 +78,17 @@ def test_a_headerless_file_whose_first_record_is_malformed_answers_as_its_neighb
         rec = json.loads((d / "r.json").read_text()); rec["data"]["source"] = "DIR"; recs.append(rec)
     a, b = ({k: v for k, v in r.items() if k not in RELEASED} for r in recs)
     assert a == b and a["n"] == N and "secret_label_Alice" not in capsys.readouterr().err + json.dumps(recs[1])
+
+def test_a_headerless_near_tie_of_row_lengths_is_decided_by_the_held_out_file(tmp_path, capsys):
+    "Half the rows 4 cells, half 5 (no header): the most common length flips with one record; the held-out .csv's (public) does not."
+    rows = _rows()[:N // 2] + [r + ",9" for r in _rows()[N // 2:]]
+    test = tmp_path / "h.csv"; test.write_text("\n".join(_rows()[:40]) + "\n")
+    recs = {}
+    for name, first in (("base", rows[0]), ("odd", rows[0] + ",9")):
+        d = tmp_path / name; d.mkdir(); (d / "train.csv").write_text("\n".join([first] + rows[1:]) + "\n")
+        for extra in ([], ["--test", str(test)]):
+            assert main(BASE + ["--data", str(d / "train.csv"), *extra, "--out", str(d / "r.json")]) == 0
+            rec = json.loads((d / "r.json").read_text()); recs[name, bool(extra)] = (rec["d"], rec["n"])
+            assert ("has no header, so its rows are read at the held-out file h.csv's width (4 columns)" in capsys.readouterr().err) == bool(extra)
+    assert recs["base", False] != recs["odd", False]                       # the private mode: one record moves the width
+    assert recs["base", True] == recs["odd", True] == (4, N)               # 3 features + the intercept, from the held-out file

@@ -13,7 +13,7 @@ import numpy as np
 from fastcore.basics import patch
 from ..core.backend import get_backend, to_numpy, make_rng
 from ..problems.base import get_problem, PROBLEMS
-from ..problems.dataset import load_file, with_data, Dataset, load_sklearn, read_records, check_finite, normalize_rows
+from ..problems.dataset import load_file, with_data, Dataset, load_sklearn, read_records, check_finite, normalize_rows, width_warning
 from ..problems.data import (code_labels, code_schema, label_coding, multiclass, n_classes, MULTICLASS, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
@@ -184,9 +184,9 @@ def _bundled(data:str, problem:str, classes=None) -> Dataset:
     "A bundled dataset: public, scaled with public constants; labels coded for the loss, or its own classes (digits 0..9) for k > 2 declared."
     return load_sklearn(data, labels="class" if multiclass(problem, classes) else "01" if problem == "sigmoid-glm" else "pm1")
 
-def _private_file(data:str, loss:str|None, classes, target=-1, categorical=None) -> tuple:
-    "(Dataset, coding) of the PRIVATE training file: `read_records`, labels coded by the public schema (`code_schema`)."
-    X, labels = read_records(data, target, categorical)
+def _private_file(data:str, loss:str|None, classes, target=-1, categorical=None, schema=None) -> tuple:
+    "(Dataset, coding) of the PRIVATE training file: `read_records` (headerless: the held-out .csv `schema`'s width), labels coded by the public schema."
+    X, labels = read_records(data, target, categorical, schema=schema)
     y, coding = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
     return Dataset(X, y, Path(data).stem), coding
 
@@ -231,7 +231,7 @@ def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|Non
     like = csv_pair(data, test)
     if data in BUNDLED:                                                   # public data: its label set may be read
         raw = _bundled(data, problem, classes); train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
-    else: train, coding = _private_file(data, loss, _schema_classes(test, loss, classes, target, like), target, categorical)
+    else: train, coding = _private_file(data, loss, _schema_classes(test, loss, classes, target, like), target, categorical, like and test)
     _check_size(n, d, train, data)
     held, what, split = None, None, None
     if test is not None:
@@ -378,7 +378,7 @@ def run_inputs(req:RunRequest) -> tuple:
     lab = block["labels"]
     if lab and lab.get("changed", True): print(f"dpnb: {lab['message']} (the label set is public schema)", file=sys.stderr)
     if data not in ("breast-cancer", "digits"): print(f"dpnb: features: {_scaling_note(info)}", file=sys.stderr)
-    block["warnings"] = [] if test_ds is None else scale_warnings(problem, test_ds, sc)
+    block["warnings"] = width_warning(data, req.test, _target(req)) + ([] if test_ds is None else scale_warnings(problem, test_ds, sc))
     for w in block["warnings"]: print(f"dpnb: warning: {w}", file=sys.stderr)
     icpt = _intercept(req); block["intercept"] = _intercept_block(req)
     p = _problem_on(problem, icpt(sc(train)), req.data_seed, req.hidden, n_classes(block["labels"]))
@@ -473,7 +473,7 @@ def shape_problem(req:RunRequest):
     if data in BUNDLED:
         ds = _bundled(data, problem, req.classes); _check_size(n, d, ds, data)
         return _problem_on(problem, _intercept(req)(ds), req.data_seed, req.hidden, k)
-    shape = read_records(data, _target(req), req.categorical)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
+    shape = read_records(data, _target(req), req.categorical, schema=csv_pair(data, req.test) and req.test)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
     _check_size(n, d, zeros, data)
     return _problem_on(problem, _intercept(req)(zeros), req.data_seed, req.hidden, k)
 

@@ -15,7 +15,7 @@ from ..core.backend import get_xp, asarray, to_numpy, take_rows
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'Dataset', 'normalize_rows', 'check_finite', 'scale_records', 'with_data',
            'MissingExtraError', 'optional_import', 'load_sklearn', 'LabelCodingWarning', 'load_file', 'numbers',
-           'one_hot', 'encode_columns', 'read_records']
+           'one_hot', 'encode_columns', 'read_records', 'width_warning']
 
 # %% ../../nbs/problems/03_dataset.ipynb #a8508abd
 def _numeric(kind) -> bool:
@@ -278,7 +278,7 @@ def encode_columns(S, # text cells (n, w)
                    cat:dict, # {column index: categories}: one-hot coded; the other columns read as numbers
                   ) -> np.ndarray:
     "The feature matrix of text cells: numbers where a column is numeric (NaN where a cell is not), one-hot blocks where categorical."
-    S = np.asarray(S, dtype=str).reshape(len(S), -1)
+    S = np.asarray(S, dtype=str); S = S if S.ndim == 2 else S.reshape(len(S), -1)     # (0, w) when no row has the width
     if not cat: return numbers(S)
     return np.concatenate([one_hot(S[:, j], cat[j]) if j in cat else numbers(S[:, j:j + 1]) for j in range(S.shape[1])], axis=1)
 
@@ -289,22 +289,22 @@ def _column(path:Path, head:list, has_head:bool, name, what:str) -> int:
     if not has_head or name not in head: raise ValueError(f"{path.name}: no header column {name!r} for {what}. Name a column of the header, or give its index.")
     return head.index(name)
 
-def _csv_schema(path:Path, target:int|str=-1) -> tuple:
-    "(lines, header names or None, width): the header (a first line holding no number) and the row length are schema."
+def _csv_schema(path:Path, target:int|str=-1, public:Path|None=None) -> tuple:
+    "(lines, header names or None, width): the header (a first line holding no number) and the row length are schema: without a header, the `public` file's."
     lines = _csv_lines(path)
     if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, one column being y.")
     head = lines[0][1]
     if isinstance(target, str) and target not in head:
         raise ValueError(f"{path.name}: no header column {target!r}. Name the target column as the header does, or pass its index.")
     has_head = isinstance(target, str) or (len(lines) > 1 and all(math.isnan(_number(v)) for v in head))   # a header holds no number
-    width = len(head) if has_head else Counter(len(c) for _, c, _ in lines).most_common(1)[0][0]
+    width = len(head) if has_head else _csv_schema(public, target)[2] if public else Counter(len(c) for _, c, _ in lines).most_common(1)[0][0]
     if width < 2: raise ValueError(f"{path.name} has one column: it needs features and a target column y.")
     return lines, (head if has_head else None), width
 
 # %% ../../nbs/problems/03_dataset.ipynb #21519de4
 def _aligned(path:Path, rows:list, head, width:int, like:Path, target) -> tuple:
     "(rows, header) of a held-out .csv in the column order of the training file `like`, or a refusal showing both schemas."
-    _, lhead, lwidth = _csv_schema(like, target)
+    _, lhead, lwidth = _csv_schema(like, target, public=path)
     if head is None or lhead is None:
         if width == lwidth and head is None and lhead is None: return rows, None
         say = lambda h, w: f"{w} columns, " + ("header " + ",".join(h) if h else "no header")
@@ -318,9 +318,9 @@ def _aligned(path:Path, rows:list, head, width:int, like:Path, target) -> tuple:
     perm = [head.index(c) for c in lhead]
     return [(i, [cells[j] for j in perm] if len(cells) == width else cells, x) for i, cells, x in rows], lhead
 
-def _csv_records(path:Path, target:int|str=-1, categorical:dict|None=None, like:Path|None=None) -> tuple:
-    "(X, labels) of a .csv, every line a record; with `like` (the training file), in its schema (`_aligned`)."
-    lines, head, width = _csv_schema(path, target)
+def _csv_records(path:Path, target:int|str=-1, categorical:dict|None=None, like:Path|None=None, public:Path|None=None) -> tuple:
+    "(X, labels) of a .csv, every line a record; with `like` (the training file), in its schema (`_aligned`); headerless, `public`'s width."
+    lines, head, width = _csv_schema(path, target, public)
     rows = lines[1:] if head is not None else lines
     if not rows: raise ValueError(f"{path.name} has a header and no data rows.")
     if like is not None: rows, head = _aligned(path, rows, head, width, Path(like), target)
@@ -335,10 +335,11 @@ def read_records(path:str|Path, # a private .csv (header optional) or .npz (arra
                  target:int|str=-1, # the target column of a .csv: an index, or a header name
                  categorical:dict|None=None, # {column (header name or index): [categories]} of a .csv: one-hot coded (PUBLIC schema)
                  like:str|Path|None=None, # the training .csv whose schema (header, width) a held-out .csv must share
+                 schema:str|Path|None=None, # the held-out .csv (PUBLIC) whose width a headerless private .csv takes
                 ) -> tuple: # (X float (n, p), NaN where a record is malformed; labels (n,) as text)
     "A PRIVATE data file, every line a record: nothing a record holds can stop the read or reach a message."
     path = _existing(path)
-    if path.suffix == ".csv": return _csv_records(path, target, categorical, like)
+    if path.suffix == ".csv": return _csv_records(path, target, categorical, like, schema and _existing(schema))
     if categorical: raise ValueError(f"{path.name}: categorical columns are read from a .csv with a header. Code them in your .npz, or use a .csv.")
     if path.suffix != ".npz": raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (one column y).")
     with np.load(path) as f:
@@ -347,6 +348,15 @@ def read_records(path:str|Path, # a private .csv (header optional) or .npz (arra
     if X.ndim != 2 or y.shape != (X.shape[0],): raise ValueError(f"{path.name}: X must be (n, p) and y (n,). Found {X.shape} and {y.shape}.")
     if X.dtype.kind not in "biuf": X = np.vectorize(lambda v: _number(str(v)), otypes=[float])(X)
     return X.astype(float), y.astype(str)
+
+# %% ../../nbs/problems/03_dataset.ipynb #5bf58ce7
+def width_warning(data, test, target:int|str=-1) -> list:
+    "[a warning] when a headerless training .csv is read at its headerless held-out .csv's width (public), else []."
+    if not (str(data).endswith(".csv") and str(test).endswith(".csv")): return []
+    _, head, width = _csv_schema(_existing(test), target)
+    if head is not None or _csv_schema(_existing(data), target, _existing(test))[1] is not None: return []
+    return [f"{Path(data).name} has no header, so its rows are read at the held-out file {Path(test).name}'s width ({width} columns) and a row of "
+            "another length is a malformed record (zeroed); give both files a header to have their columns matched by name."]
 
 # %% ../../nbs/problems/03_dataset.ipynb #da15f6f8
 def _from_pandas(cls, df, # a pandas DataFrame (PRIVATE)
