@@ -252,7 +252,9 @@ def api_entries(root: Path) -> list:
         src = py.read_text(); tree = ast.parse(src); lines = src.splitlines()
         names = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)), [])
         module = ".".join(py.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
-        for node in tree.body:
+        top = {getattr(n, "name", None) for n in tree.body}
+        nested = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name in names and n.name not in top]   # built on first use (PEP 562)
+        for node in tree.body + nested:
             name = node.name if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else next((t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)), None)
             if name not in names: continue
             cell = next((m.group(1) for l in reversed(lines[:node.lineno]) if (m := re.match(r"# %% \S*?([\w-]+)\.ipynb", l))), None)

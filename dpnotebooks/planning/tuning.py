@@ -11,8 +11,6 @@ from typing import NamedTuple, Callable
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln
-from scipy.stats import poisson as _poisson
-from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon, compute_delta
 from ..core.backend import get_xp, asarray, to_numpy, make_rng
 from ..privacy.accounting import calibrate_gaussian, NEIGHBOURING
 from ..privacy.ledger import Ledger, Release, BudgetExceededError, POISSON_RDP_ORDERS, replace_one_poisson_rdp, addremove_poisson_rdp
@@ -58,7 +56,9 @@ def draw_runs(distribution:str, # 'truncated-negative-binomial', 'geometric' (η
               u:float, # one uniform draw in [0, 1)
              ) -> int:
     "K at the uniform `u` by the inverse CDF of its law."
-    if distribution == "poisson": return int(_poisson.ppf(u, mean))
+    if distribution == "poisson":
+        from scipy.stats import poisson               # scipy.stats is imported here: loading it costs 0.2 s
+        return int(poisson.ppf(u, mean))
     eta = 1.0 if distribution == "geometric" else eta
     gamma = tnb_gamma(mean, eta)
     k, p = 1, float(tnb_pmf(1, eta, gamma)); cdf = p
@@ -99,6 +99,7 @@ def tnb_selection_rdp(rdp, orders, eta:float, gamma:float) -> tuple:
 def poisson_selection_rdp(rdp, orders, mean:float) -> tuple:
     "(λ, ε'(λ)) of the best of K ~ Poisson(mean) runs (PS22 Thm. 6): ε(λ) + μ·δ̂ + log(μ)/(λ−1), δ̂ = δ_Q(log(λ/(λ−1)))."
     orders, rdp = np.asarray(orders, dtype=float), np.asarray(rdp, dtype=float)
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_delta
     lam = orders[orders > 1]
     dhat = np.array([compute_delta(orders, rdp, float(e))[0] for e in np.log(lam / (lam - 1))])
     return lam, rdp[orders > 1] + mean * dhat + math.log(mean) / (lam - 1)
@@ -113,6 +114,7 @@ def selection_rdp(rdp, orders, distribution:str, mean:float, eta:float=0.0) -> t
 
 def selection_epsilon(rdp, orders, delta:float, distribution:str, mean:float, eta:float=0.0) -> float:
     "ε at δ of the best of K runs of a mechanism with RDP curve `rdp` (replace-one), PS22 then Canonne-Kamath-Steinke 2020."
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
     lam, eps = selection_rdp(rdp, orders, distribution, mean, eta)
     return float(compute_epsilon(lam, eps, delta)[0])
 

@@ -7,22 +7,20 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/privacy/privacy.html.md"""
 # %% ../../nbs/privacy/01_privacy.ipynb #54a311b6
 from __future__ import annotations
 import functools, math, numbers
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
-from dp_accounting import (DpEvent, GaussianDpEvent, SelfComposedDpEvent, ComposedDpEvent, NoOpDpEvent, NonPrivateDpEvent,
-                           NeighboringRelation, PrivacyAccountant, calibrate_dp_mechanism, LowerEndpointAndGuess)
-from dp_accounting.rdp import RdpAccountant
-from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+if TYPE_CHECKING: from dp_accounting import DpEvent   # dp-accounting is imported where it is used: its package loads scipy.signal and scipy.stats (0.5 s)
+else: DpEvent = "dp_accounting.DpEvent"                # what annotations name, for `show_doc`, without that import
 from ..core.validation import check_positive, check_delta, check_count
 
 # %% auto #0
 __all__ = ['RDP_ORDERS', 'ACCOUNTANTS', 'DEFAULT_ACCOUNTANT', 'NEIGHBOURING', 'RELEASE_EVENTS', 'zcdp_rho_gaussian',
            'rdp_of_gaussian', 'zcdp_to_dp', 'dp_to_zcdp', 'zcdp_gaussian_sigma', 'analytic_gaussian_sigma',
-           'gdp_epsilon', 'gdp_mu', 'gaussian_event', 'tree_levels', 'tree_event', 'compose_events',
-           'GaussianAccountant', 'make_accountant', 'epsilon_of', 'round_up', 'calibrate', 'calibrate_gaussian',
-           'calibrate_tree', 'composition_sensitivity', 'calibrate_composition']
+           'gdp_epsilon', 'gdp_mu', 'gaussian_event', 'tree_levels', 'tree_event', 'compose_events', 'make_accountant',
+           'epsilon_of', 'round_up', 'calibrate', 'calibrate_gaussian', 'calibrate_tree', 'composition_sensitivity',
+           'calibrate_composition', 'GaussianAccountant']
 
 # %% ../../nbs/privacy/01_privacy.ipynb #934e1c7e
 def zcdp_rho_gaussian(sigma:float, # noise standard deviation per coordinate
@@ -126,6 +124,7 @@ def gaussian_event(sigma:float, # noise standard deviation per coordinate
                    count:int=1, # number of releases composed (adaptively)
                   ) -> DpEvent:
     "`count` Gaussian releases: SelfComposedDpEvent(GaussianDpEvent(sigma/s), count) (Dwork & Roth 2014, Thm. A.1)."
+    from dp_accounting import GaussianDpEvent, SelfComposedDpEvent
     sigma, sensitivity = check_positive("sigma", sigma), check_positive("sensitivity", sensitivity)
     return SelfComposedDpEvent(GaussianDpEvent(sigma / sensitivity), check_count("count", count))
 
@@ -145,12 +144,14 @@ def tree_event(sigma:float, # noise standard deviation per node and coordinate
 # %% ../../nbs/privacy/01_privacy.ipynb #3ecad8bd
 def compose_events(*events:DpEvent) -> DpEvent:
     "Adaptive composition of several releases: ComposedDpEvent([...]) (Dwork & Roth 2014, Thm. 3.16)."
+    from dp_accounting import ComposedDpEvent
     if not events: raise ValueError("`compose_events` needs at least one event. Found none.")
     return ComposedDpEvent(list(events))
 
 # %% ../../nbs/privacy/01_privacy.ipynb #ec64af50
 def _compose_gaussian(acc, event, count:int, do_compose:bool):
     "`GaussianAccountant._maybe_compose`: walk `event`, adding count/z² to `acc.mu2` per Gaussian; error details if not Gaussian."
+    from dp_accounting import NoOpDpEvent, SelfComposedDpEvent, ComposedDpEvent, GaussianDpEvent, NonPrivateDpEvent, PrivacyAccountant
     if isinstance(event, NoOpDpEvent): return None
     if isinstance(event, SelfComposedDpEvent): return _compose_gaussian(acc, event.event, event.count * count, do_compose)
     if isinstance(event, ComposedDpEvent):
@@ -165,24 +166,39 @@ def _compose_gaussian(acc, event, count:int, do_compose:bool):
         "(dpnotebooks.privacy.ledger), which knows their replace-one geometry, or use accountant='rdp'."))
 
 # %% ../../nbs/privacy/01_privacy.ipynb #d4224b7c
-class GaussianAccountant(PrivacyAccountant):
-    "Exact accountant for adaptive compositions of Gaussian releases: μ² adds up (Dong, Roth & Su 2022, Cor. 3.3)."
-    def __init__(self):
-        super().__init__(NeighboringRelation.ADD_OR_REMOVE_ONE)  # GaussianDpEvent(z): means 1/z noise stds apart
-        self.mu2, self.nonprivate = 0.0, False
+@functools.cache
+def _gaussian_accountant_class() -> type:
+    "`GaussianAccountant`, built on first use: its base is dp-accounting's `PrivacyAccountant`, imported only then."
+    from dp_accounting import PrivacyAccountant, NeighboringRelation
 
-    def _maybe_compose(self, event, count:int, do_compose:bool):
-        return _compose_gaussian(self, event, count, do_compose)
+    class GaussianAccountant(PrivacyAccountant):
+        "Exact accountant for adaptive compositions of Gaussian releases: μ² adds up (Dong, Roth & Su 2022, Cor. 3.3)."
+        def __init__(self):
+            super().__init__(NeighboringRelation.ADD_OR_REMOVE_ONE)  # GaussianDpEvent(z): means 1/z noise stds apart
+            self.mu2, self.nonprivate = 0.0, False
 
-    def get_epsilon(self, target_delta:float) -> float:
-        return math.inf if self.nonprivate else gdp_epsilon(math.sqrt(self.mu2), target_delta)
+        def _maybe_compose(self, event, count:int, do_compose:bool): return _compose_gaussian(self, event, count, do_compose)
 
-    def get_delta(self, target_epsilon:float) -> float:
-        if self.nonprivate: return 1.0
-        return 0.0 if self.mu2 == 0 else _gaussian_delta(1.0, check_positive("epsilon", target_epsilon), math.sqrt(self.mu2))
+        def get_epsilon(self, target_delta:float) -> float:
+            return math.inf if self.nonprivate else gdp_epsilon(math.sqrt(self.mu2), target_delta)
+
+        def get_delta(self, target_epsilon:float) -> float:
+            if self.nonprivate: return 1.0
+            return 0.0 if self.mu2 == 0 else _gaussian_delta(1.0, check_positive("epsilon", target_epsilon), math.sqrt(self.mu2))
+    GaussianAccountant.__module__, GaussianAccountant.__qualname__ = __name__, "GaussianAccountant"   # pickles by name, through `__getattr__`
+    return GaussianAccountant
+
+# %% ../../nbs/privacy/01_privacy.ipynb #9b238e31
+_all_ = ["GaussianAccountant"]
+
+def __getattr__(name:str):
+    "PEP 562: `GaussianAccountant` is built when first asked for (`_gaussian_accountant_class`)."
+    if name == "GaussianAccountant": return _gaussian_accountant_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../../nbs/privacy/01_privacy.ipynb #5f889a45
-RDP_ORDERS = tuple(sorted(set(DEFAULT_RDP_ORDERS) | {float(a) for a in np.round(np.geomspace(64, 1e5, 60), 3)}))
+_DPA_ORDERS = [1 + k / 10 for k in range(1, 100)] + list(range(11, 64)) + [128, 256, 512, 1024]   # dp-accounting's DEFAULT_RDP_ORDERS (checked below)
+RDP_ORDERS = tuple(sorted(set(_DPA_ORDERS) | {float(a) for a in np.round(np.geomspace(64, 1e5, 60), 3)}))
 ACCOUNTANTS = ("pld", "rdp")
 DEFAULT_ACCOUNTANT = "pld"   # exact for Gaussian compositions; dp-accounting's PLD where sampling is involved
 NEIGHBOURING = "replace-one" # the one neighbouring relation of every algorithm: datasets of the same size n that differ in one record
@@ -190,8 +206,11 @@ NEIGHBOURING = "replace-one" # the one neighbouring relation of every algorithm:
 def make_accountant(accountant:str=DEFAULT_ACCOUNTANT, # 'pld' (exact, `GaussianAccountant`) or 'rdp' (`RdpAccountant`)
                    ):
     "A fresh accountant for Gaussian events (noise multiplier σ/s with the replace-one s; see the neighbouring-relation note above)."
-    if accountant == "pld": return GaussianAccountant()
-    if accountant == "rdp": return RdpAccountant(RDP_ORDERS, NeighboringRelation.ADD_OR_REMOVE_ONE)
+    if accountant == "pld": return _gaussian_accountant_class()()
+    if accountant == "rdp":
+        from dp_accounting import NeighboringRelation
+        from dp_accounting.rdp import RdpAccountant
+        return RdpAccountant(RDP_ORDERS, NeighboringRelation.ADD_OR_REMOVE_ONE)
     raise ValueError(f"`accountant` must be one of {', '.join(map(repr, ACCOUNTANTS))}. Found {accountant!r}.")
 
 def epsilon_of(event:DpEvent, # what was released: Gaussian events (composed, self-composed), as built above
@@ -218,6 +237,7 @@ def calibrate(make_event:Callable[[float], DpEvent], # sigma -> the DpEvent of t
               guess:float=1.0, # scale of sigma for the bracket search (any positive value works; closer is faster)
              ) -> float:
     "Smallest sigma (rounded up) with epsilon_of(make_event(sigma), delta) <= epsilon (dp_accounting.calibrate_dp_mechanism)."
+    from dp_accounting import calibrate_dp_mechanism, LowerEndpointAndGuess
     epsilon, delta = check_positive("epsilon", epsilon), check_delta(delta)
     guess = check_positive("guess", guess)
     make_accountant(accountant)  # validates the name

@@ -7,14 +7,12 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/privacy/ledger.html.md"""
 # %% ../../nbs/privacy/01a_ledger.ipynb #15671977
 from __future__ import annotations
 import functools, math
-from typing import NamedTuple
+from typing import NamedTuple, TYPE_CHECKING
 import numpy as np
-import dp_accounting
-from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent, NeighboringRelation
-from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
-from dp_accounting.pld import privacy_loss_distribution as pld_lib, privacy_loss_mechanism
-from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
-from dp_accounting.pld.pld_pmf import SparsePLDPmf
+if TYPE_CHECKING:                # dp-accounting is imported where it is used: its package loads scipy.signal and scipy.stats (0.5 s)
+    from dp_accounting import DpEvent
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+else: DpEvent, PrivacyLossDistribution = "dp_accounting.DpEvent", "dp_accounting.pld.PrivacyLossDistribution"   # annotations' names, for `show_doc`
 from scipy.optimize import brentq
 from scipy.special import gammaln
 from .accounting import (gaussian_event, tree_event, tree_levels, gdp_epsilon, gdp_mu, RDP_ORDERS, ACCOUNTANTS,
@@ -33,8 +31,9 @@ def poisson_gaussian_event(sigma:float, # std of the Gaussian noise added to the
                            clip:float, # C: each record's contribution to the sum is clipped to norm ≤ C
                            sampling_rate:float, # q: each record is in each batch independently with probability q
                            count:int=1, # number of steps composed (adaptively)
-                          ) -> dp_accounting.DpEvent:
+                          ) -> DpEvent:
     "`count` replace-one Poisson-subsampled Gaussian sums, for `PLDAccountant(REPLACE_ONE)`: SelfComposed(PoissonSampled(q, Gaussian(σ/C)), count)."
+    from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
     sigma, clip = check_positive("sigma", sigma), check_positive("clip", clip)
     q = check_positive("sampling_rate", sampling_rate)
     if q > 1: raise ValueError(f"`sampling_rate` must be in (0, 1] (q = batch size / n). Found {sampling_rate!r}.")
@@ -58,7 +57,7 @@ class Release(NamedTuple):
         return _release_mu2(self)
 
     @property
-    def event(self) -> dp_accounting.DpEvent:
+    def event(self) -> DpEvent:
         "This entry as a dp-accounting event for `PLDAccountant(NeighboringRelation.REPLACE_ONE)` (a third party's re-check)."
         return _release_event(self)
 
@@ -74,9 +73,10 @@ def _release_mu2(r:Release) -> float|None:
     raise ValueError(f"Unknown mechanism {r.mechanism!r}: use 'gaussian', 'tree', 'poisson-gaussian' or 'nonprivate'.")
 
 # %% ../../nbs/privacy/01a_ledger.ipynb #e969f87b
-def _release_event(r:Release) -> dp_accounting.DpEvent:
+def _release_event(r:Release) -> DpEvent:
     "Entry `r` as a dp-accounting event (`Release.event`)."
-    if r.mechanism == "nonprivate": return dp_accounting.NonPrivateDpEvent()
+    from dp_accounting import NonPrivateDpEvent
+    if r.mechanism == "nonprivate": return NonPrivateDpEvent()
     if r.mechanism == "poisson-gaussian": return poisson_gaussian_event(r.sigma, r.sensitivity, r.sampling_rate, r.count)
     r.mu2                                              # validates the entry
     # REPLACE_ONE's GaussianDpEvent(z) puts the means 2/z apart: z = 2σ/s for means s apart
@@ -140,32 +140,44 @@ def replace_one_poisson_rdp(q:float, # sampling rate
     return (a - 0.5) / (a - 1) * addremove_poisson_rdp(q, z, 2 * a) + addremove_poisson_rdp(q, z, 2 * a - 1)
 
 # %% ../../nbs/privacy/01a_ledger.ipynb #4aa9cabc
-class _GaussianLoss(privacy_loss_mechanism.GaussianPrivacyLoss):
-    "dp-accounting's Gaussian privacy loss; at q = 1 (replace-one) `get_delta_for_epsilon` maps a grid of ε in one array expression."
-    def get_delta_for_epsilon(self, epsilon):
-        if np.ndim(epsilon) == 0 or self.sampling_prob != 1.0 or self.adjacency_type != privacy_loss_mechanism.AdjacencyType.REPLACE:
-            return super().get_delta_for_epsilon(epsilon)
-        eps = np.asarray(epsilon, dtype=float)
-        x = -eps * self._standard_deviation**2 / self.sensitivity / 2        # inverse_privacy_loss at q = 1, term by term
-        return np.clip(self.mu_upper_cdf(x) - np.exp(eps + self.mu_lower_log_cdf(x)), 0, 1)
+@functools.cache
+def _gaussian_loss_class() -> type:
+    "dp-accounting's Gaussian privacy loss (built on first use); at q = 1 (replace-one) `get_delta_for_epsilon` maps a grid of ε in one array expression."
+    from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss, AdjacencyType
+
+    class _GaussianLoss(GaussianPrivacyLoss):
+        def get_delta_for_epsilon(self, epsilon):
+            if np.ndim(epsilon) == 0 or self.sampling_prob != 1.0 or self.adjacency_type != AdjacencyType.REPLACE:
+                return super().get_delta_for_epsilon(epsilon)
+            eps = np.asarray(epsilon, dtype=float)
+            x = -eps * self._standard_deviation**2 / self.sensitivity / 2        # inverse_privacy_loss at q = 1, term by term
+            return np.clip(self.mu_upper_cdf(x) - np.exp(eps + self.mu_lower_log_cdf(x)), 0, 1)
+    return _GaussianLoss
 
 def _gaussian_pld(sigma:float, vdi:float) -> PrivacyLossDistribution:
     "`pld_lib.from_gaussian_mechanism(sigma, value_discretization_interval=vdi, neighboring_relation=REPLACE_ONE)`, bit for bit."
+    from dp_accounting import NeighboringRelation
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+    from dp_accounting.pld.privacy_loss_mechanism import AdjacencyType
     build = getattr(pld_lib, "_create_pld_pmf_from_monotone_privacy_loss", None)
     if build is None: return pld_lib.from_gaussian_mechanism(sigma, value_discretization_interval=vdi, neighboring_relation=NeighboringRelation.REPLACE_ONE)
-    loss = _GaussianLoss(sigma, sensitivity=1, pessimistic_estimate=True, log_mass_truncation_bound=-50, sampling_prob=1.0,
-                         adjacency_type=privacy_loss_mechanism.AdjacencyType.REPLACE)
-    return PrivacyLossDistribution(build(loss, pessimistic_estimate=True, value_discretization_interval=vdi, use_connect_dots=True))
+    loss = _gaussian_loss_class()(sigma, sensitivity=1, pessimistic_estimate=True, log_mass_truncation_bound=-50, sampling_prob=1.0,
+                                  adjacency_type=AdjacencyType.REPLACE)
+    return pld_lib.PrivacyLossDistribution(build(loss, pessimistic_estimate=True, value_discretization_interval=vdi, use_connect_dots=True))
 
 # %% ../../nbs/privacy/01a_ledger.ipynb #feb9b6b7
 def _self_composed(pld, count:int):
     "`pld` composed `count` times: dp-accounting's own rule (sparse up to 1000 points, dense beyond), without the integer size**count it builds to decide."
+    from dp_accounting.pld.pld_pmf import SparsePLDPmf
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
     big = lambda p: isinstance(p, SparsePLDPmf) and count > 1 and (count * math.log(max(p.size, 1)) > 7.6 or p.size ** count > 1000)
     rm, ad = (p.to_dense_pmf() if big(p) else p for p in (pld._pmf_remove, pld._pmf_add))
     return PrivacyLossDistribution(rm.self_compose(count)) if pld._symmetric else PrivacyLossDistribution(rm.self_compose(count), ad.self_compose(count))
 
 def _pld_epsilon(gauss:float, sampled:list, delta:float) -> float:
     "dp-accounting's PLD (REPLACE_ONE) of a Gaussian with Σμ² = `gauss` and the sampled entries, on a grid a third of their smallest per-step loss; inf if too big."
+    from dp_accounting import NeighboringRelation
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
     step = [r.sampling_rate * min(1.0, 2 * r.sensitivity / r.sigma) for r in sampled]     # spread of one step's privacy loss
     vdi = float(np.clip(min(step) / 3, 1e-7, PLD_DISCRETIZATION))
     spread = 40 * (math.sqrt(sum(r.count * s * s for r, s in zip(sampled, step))) + math.sqrt(gauss)) + sum(r.count * s * s for r, s in zip(sampled, step))
@@ -181,6 +193,7 @@ def _pld_epsilon(gauss:float, sampled:list, delta:float) -> float:
 def _group_epsilon(entries:tuple, # the releases one record is exposed to
                    delta:float, accountant:str) -> float:
     "ε at δ of `entries` composed, for replace-one neighbours (see the three cases above)."
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
     mu2 = [r.mu2 for r in entries]
     if math.inf in mu2: return math.inf
     gauss, sampled = sum(m for m in mu2 if m is not None), [r for r, m in zip(entries, mu2) if m is None]
@@ -212,7 +225,8 @@ def _spent(self, delta:float, # target δ
 
 def _events(self) -> list:
     "The worst-case record's releases as dp-accounting events, one ComposedDpEvent per distinct group, for `PLDAccountant(REPLACE_ONE)`."
-    return [dp_accounting.ComposedDpEvent([r.event for r in e]) for e in self._worst_groups()]
+    from dp_accounting import ComposedDpEvent
+    return [ComposedDpEvent([r.event for r in e]) for e in self._worst_groups()]
 
 Ledger._worst_groups, Ledger.spent, Ledger.events, Ledger.neighbouring = _worst_groups, _spent, _events, NEIGHBOURING
 
@@ -220,6 +234,8 @@ Ledger._worst_groups, Ledger.spent, Ledger.events, Ledger.neighbouring = _worst_
 # %% ../../nbs/privacy/01a_ledger.ipynb #f25227ca
 def _pld_epsilon_add_remove(gauss:float, sampled:list, delta:float) -> float:
     "`_pld_epsilon` for ADD_OR_REMOVE_ONE: the Gaussian part at μ² = `gauss`, each sampled entry's Gaussian at its noise multiplier σ/C."
+    from dp_accounting import NeighboringRelation
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
     step = [r.sampling_rate * min(1.0, r.sensitivity / r.sigma) for r in sampled]
     vdi = float(np.clip(min(step) / 3, 1e-7, PLD_DISCRETIZATION))
     if min(r.sigma / r.sensitivity for r in sampled) < 0.2: return math.inf
@@ -237,6 +253,7 @@ _AR_ORDERS = tuple(int(a) for a in POISSON_RDP_ORDERS if float(a).is_integer()) 
 
 def _group_epsilon_add_remove(entries:tuple, delta:float) -> float:
     "ε at δ of `entries` for add/remove-one neighbours: each mean's distance C/B (half the replace-one 2C/B); sampled entries by RDP and PLD."
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
     mu2 = [r.mu2 for r in entries]
     if math.inf in mu2: return math.inf
     gauss = sum(m for m in mu2 if m is not None) / 4                   # (s/2σ)² for s the replace-one distance
