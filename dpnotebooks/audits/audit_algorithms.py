@@ -26,7 +26,8 @@ from ..algorithms.dpsgd import DPSGD_STREAM, dp_sgd, dpsgd_releases
 __all__ = ['AUDIT_SPECS', 'audit_klt_single_pass', 'audit_klt_multi_pass', 'audit_klt_first_order', 'audit_ztc',
            'audit_ztc_sharp', 'audit_ztc_naive', 'audit_dp_sgd', 'ALGORITHM_AUDITS', 'TrialsRNG', 'widen',
            'leaf_sensitivities', 'best_leaf', 'tree_units', 'step_units', 'release_units', 'crossing_path',
-           'zigzag_path', 'AuditSpec', 'AlgorithmAudit', 'run_oracle_audit', 'run_dpsgd_audit']
+           'zigzag_path', 'canary_directions', 'worst_row_direction', 'AuditSpec', 'AlgorithmAudit', 'run_oracle_audit',
+           'run_dpsgd_audit']
 
 # %% ../../nbs/audits/41_audit_algorithms.ipynb #328c0ab0
 def _shape(size): return (size,) if isinstance(size, (int, np.integer)) else tuple(size)
@@ -115,6 +116,28 @@ def zigzag_path(t:int, q:int, plan:Plan) -> float:
     "Coordinate of z_t along e₁: (−1)^(t+1)·D, crossing the kink x₁ = 0 at every step."
     return plan.params.D * (-1) ** (t + 1)
 
+# %% ../../nbs/audits/41_audit_algorithms.ipynb #eadaa7d9
+def _worst_signs(U) -> np.ndarray:
+    "The sign pattern s maximizing ||Uᵀs||: every pattern (up to ±) for m ≤ 18, else the signs of U's top right singular vector."
+    m = U.shape[0]
+    if m > 18: return np.sign(U @ np.linalg.svd(U)[2][0])
+    S = 1.0 - 2.0 * ((np.arange(2 ** (m - 1))[:, None] >> np.arange(m)) & 1)
+    return S[np.argmax(np.linalg.norm(S @ U, axis=1))]
+
+def canary_directions(oracle, # a built ZTC-family oracle (`ZTCOracle`, `ZTCSharpOracle`)
+                      canary:Canary, # the canary: the first sample its step reads
+                     ) -> np.ndarray:
+    "The m × d directions U the oracle draws for the canary (row 0 of its step's batch; ZTC Alg. 4)."
+    _, tau = period_position(canary.step, oracle.period)
+    return to_numpy(oracle.rng.child(ZTC_STREAM, 1, canary.step).sphere((oracle.B1 if tau == 1 else oracle.B2, oracle.n_dirs), oracle.dim))[0]
+
+def worst_row_direction(oracle, canary:Canary) -> np.ndarray:
+    "A slope v with sign(Uv) the worst sign pattern of the canary's directions U (`canary_directions`), v₁ > 0."
+    U = canary_directions(oracle, canary); s = _worst_signs(U)
+    v = np.linalg.lstsq(U, s, rcond=None)[0]                     # Uv = s exactly when m ≤ d (U has full row rank)
+    if not np.array_equal(np.sign(U @ v), s): v = np.linalg.svd(U)[2][0]   # m > d: the top singular vector's signs
+    return (v if v[0] >= 0 else -v) / np.linalg.norm(v)
+
 # %% ../../nbs/audits/41_audit_algorithms.ipynb #cc7748d9
 class AuditSpec(NamedTuple):
     "How to audit one registered O2NC algorithm."
@@ -126,14 +149,15 @@ class AuditSpec(NamedTuple):
     path: Callable          # (t, q, plan) -> coordinate of z_t along e₁
     units: Callable         # (releases (N, T, d), oracle) -> (independent units (N, T, d), their σ (T,))
     noise_keys: tuple = ()  # key prefixes of the per-step noise streams (oracles without a tree)
+    direction: Callable|None = None  # (oracle, canary) -> the canary's slope direction at d > 1 (default e₁)
 
 _one_period = lambda plan: min(plan.params.T, plan.params.period)
 AUDIT_SPECS = {
     "klt-single-pass": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units),
     "klt-multi-pass": AuditSpec(200, 1, dict(T=20), lambda plan: plan.params.T, lambda oracle: 1, zigzag_path, step_units, ((KLT_NOISE,),)),
     "klt-first-order": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units),
-    "ztc": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units),
-    "ztc-sharp": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units),   # d = 1: κ = 1 (its row factor is checked white-box, 11b)
+    "ztc": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units, direction=worst_row_direction),
+    "ztc-sharp": AuditSpec(200, 1, {}, _one_period, best_leaf, crossing_path, tree_units, direction=worst_row_direction),   # d = 1: κ = 1; d > 1 below
     "ztc-naive": AuditSpec(200, 1, {}, lambda plan: min(plan.params.T, 4), lambda oracle: 1, crossing_path, release_units, ((ZTC_STREAM, 4),)),
 }
 
@@ -189,7 +213,8 @@ def _oracle_setup(name:str, epsilon:float, delta:float, r:RNG, n:int|None, d:int
     q = spec.canary_step(probe)
     canary = Canary(_canary_index(access, probe, q), q)
     Z = [spec.path(t, q, plan) * np.eye(spec.d)[0] for t in range(1, T + 1)]
-    return _OracleRuns(alg, spec, plan, r, bug, canary, Z), canary_pair(honest, canary.index, steep), claim
+    v = spec.direction(probe, canary) if spec.direction is not None and spec.d > 1 else None
+    return _OracleRuns(alg, spec, plan, r, bug, canary, Z), canary_pair(honest, canary.index, steep, v), claim
 
 # %% ../../nbs/audits/41_audit_algorithms.ipynb #a57087ed
 def _lr_weights(runs:_OracleRuns, pair:tuple) -> tuple:

@@ -47,10 +47,13 @@ class Canary(NamedTuple):
 def canary_pair(data:Dataset, # the honest samples
                 index:int, # the row replaced by the canary
                 steep:float=1000.0, # the canary's slope ||a|| (the problem declares L = 1)
+                direction=None, # unit vector v of the canary's slope (default e₁)
                ) -> tuple:
-    "(D, D'): `data` with row `index` replaced by (steep·e₁, +1) and by (steep·e₁, −1): replace-one neighbours."
+    "(D, D'): `data` with row `index` replaced by (steep·v, +1) and by (steep·v, −1), v = e₁ unless given: replace-one neighbours."
     A = to_numpy(data.A).copy(); y = to_numpy(data.y).copy()
-    A[index] = 0.0; A[index, 0] = steep
+    A[index] = 0.0
+    if direction is None: A[index, 0] = steep
+    else: A[index] = steep * np.asarray(direction, float) / np.linalg.norm(direction)
     y_plus, y_minus = y.copy(), y.copy(); y_plus[index], y_minus[index] = 1.0, -1.0
     return Dataset(A, y_plus, "D"), Dataset(A.copy(), y_minus, "D'")
 
