@@ -1,7 +1,9 @@
 """One clipping contract, one harness: every implementation of a problem's clipped gradient sum Σ_i clip_C(∇f_i(x)) is
 checked against one reference written here, on the same rows. The implementations are the linear models' fused path,
 softmax cross-entropy's fused paths (`Multinomial`, `SoftmaxMLP`; one row labelled outside their k classes), the MLP's fused path,
-the deep MLP's (`DeepMLP`, two hidden layers, one logistic output or three softmax outputs), JAX ghost clipping (`from_jax`), PyTorch ghost clipping (`from_torch`: one model per layer rule of `04j_torch_ghost`,
+the deep MLP's (`DeepMLP`, two hidden layers, one logistic output or three softmax outputs), JAX ghost clipping (`from_jax`: a
+linear model, and one model per layer kind of `04i_jax_ghost`: a CNN, conv1d + GroupNorm, a residual block with LayerNorm, an
+embedding, a dense layer over positions), PyTorch ghost clipping (`from_torch`: one model per layer rule of `04j_torch_ghost`,
 Linear, Conv2d, Conv1d, GroupNorm, LayerNorm in a residual block, Embedding, a dense layer over positions; skipped without torch) and
 the materialized path (`clip_rows` of `grad_each`, what every other problem gets). The rows are ordinary ones, a zero
 row, a NaN and an inf entry, rows of norm 1e±200 (1e±30 in float32), and a row whose squared gradient norm overflows. The
@@ -110,6 +112,59 @@ def _sequence(nn):
         def forward(s, x): return s.o(s.l(x.reshape(x.shape[0], 2, 2)).relu().sum(1))
     return Seq()
 
+def _jax_model(make):
+    "A JAX model `make(jnp, lax) -> (params, out(q, a))` through from_jax, softplus(−t·out); its ghost plan checked to be the fast path."
+    def build(A, y):
+        jax = pytest.importorskip("jax", reason="JAX is an optional extra (pip install 'dpnotebooks[jax]')")
+        import jax.numpy as jnp
+        from jax.flatten_util import ravel_pytree
+        from dpnotebooks.problems.losses import from_jax
+        from dpnotebooks.problems.jax_ghost import jax_clipped_sum_fn
+        shapes, out = make(jnp, jax.lax)
+        rng = np.random.default_rng(1); params = {k: jnp.asarray(rng.normal(size=s) * 0.9) for k, s in shapes.items()}
+        loss = lambda q, a, t: jax.nn.softplus(-t * out(q, a))
+        flat, unravel = ravel_pytree(params)
+        plan = jax_clipped_sum_fn(lambda x, a, t: loss(unravel(x), a, t), flat, P).plan
+        assert plan.fast, plan.describe()
+        return from_jax(loss, params, (A, y), L=1.0, dtype=str(np.asarray(A).dtype))
+    return build
+
+def _jax_cnn(jnp, lax):          # the 4 features as a 2×2 image: conv 1→3 (2×2, padded) with a bias, ReLU, conv 3→2 (2×2), a dense head
+    def out(q, a):
+        h = jnp.maximum(lax.conv_general_dilated(a.reshape(1, 1, 2, 2), q["K1"], (1, 1), ((1, 1), (1, 1))) + q["c1"][None, :, None, None], 0)
+        return lax.conv_general_dilated(h, q["K2"], (1, 1), "VALID").reshape(-1) @ q["w"] + q["b"]
+    return {"K1": (3, 1, 2, 2), "c1": (3,), "K2": (2, 3, 2, 2), "w": (8,), "b": ()}, out
+
+def _jax_conv_groupnorm(jnp, lax):   # 2 channels × 2 positions: conv1d 2→4 (width 1), GroupNorm (2 groups) with scale and shift, a dense head
+    def out(q, a):
+        h = lax.conv_general_dilated(a.reshape(1, 2, 2), q["K"], (1,), "VALID")[0]
+        g = h.reshape(2, 4); g = (g - g.mean(-1, keepdims=True)) / jnp.sqrt(g.var(-1, keepdims=True) + 1e-5)
+        return (g.reshape(4, 2) * q["s"][:, None] + q["o"][:, None]).reshape(-1) @ q["w"] + q["b"]
+    return {"K": (4, 2, 1), "s": (4,), "o": (4,), "w": (8,), "b": ()}, out
+
+def _jax_residual_layernorm(jnp, lax, w=6):   # dense, a residual block, LayerNorm with scale and shift, a dense head
+    def out(q, a):
+        h = a @ q["W0"] + q["b0"]; h = h + jnp.maximum(h @ q["W1"] + q["b1"], 0) @ q["W2"] + q["b2"]
+        h = (h - h.mean()) / jnp.sqrt(h.var() + 1e-5) * q["g"] + q["beta"]
+        return h @ q["v"] + q["c"]
+    return {"W0": (P, w), "b0": (w,), "W1": (w, w), "b1": (w,), "W2": (w, w), "b2": (w,), "g": (w,), "beta": (w,), "v": (w,), "c": ()}, out
+
+def _jax_tokens(jnp, lax):       # features read as token ids 0..4 looked up in a 5×3 table, summed, and a dense path
+    def out(q, a):
+        ids = jnp.clip(jnp.nan_to_num(jnp.abs(a) * 5, nan=0.0, posinf=0.0).astype(jnp.int32), 0, 4)
+        return jnp.sum(q["E"][ids], axis=0) @ q["o"] + a @ q["l"] + q["b"]
+    return {"E": (5, 3), "o": (3,), "l": (P,), "b": ()}, out
+
+def _jax_sequence(jnp, lax):     # a dense layer over 2 positions of 2 features
+    def out(q, a): return jnp.sum(jnp.maximum(a.reshape(2, 2) @ q["W"] + q["c"], 0), axis=0) @ q["o"] + q["b"]
+    return {"W": (2, 3), "c": (3,), "o": (3,), "b": ()}, out
+
+# name: (model, overflow mode). A dense first layer's ghost norm ‖h‖²‖γ‖² overflows with the input ("zero-inputs", as PyTorch's);
+# GroupNorm after the first conv scales a huge row back to size, its gradient finite and clipped ("zero").
+JAX = {"jax cnn (ghost)": (_jax_cnn, "zero-inputs"), "jax conv1d + groupnorm (ghost)": (_jax_conv_groupnorm, "zero"),
+       "jax residual + layernorm (ghost)": (_jax_residual_layernorm, "zero-inputs"), "jax embedding (ghost)": (_jax_tokens, "zero-inputs"),
+       "jax sequence (ghost)": (_jax_sequence, "zero-inputs")}
+
 TORCH = {"torch mlp (ghost)": lambda nn: nn.Sequential(nn.Linear(P, 3), nn.ReLU(), nn.Linear(3, 1)),
          "torch cnn (ghost)": lambda nn: nn.Sequential(nn.Unflatten(1, (1, 2, 2)), nn.Conv2d(1, 3, 2, padding=1), nn.ReLU(), nn.Conv2d(3, 2, 2, bias=False), nn.Flatten(), nn.Linear(8, 1)),
          "torch conv1d + groupnorm (ghost)": lambda nn: nn.Sequential(nn.Unflatten(1, (2, 2)), nn.Conv1d(2, 4, 1), nn.GroupNorm(2, 4), nn.Flatten(), nn.Linear(8, 1)),
@@ -119,7 +174,7 @@ TORCH = {"torch mlp (ghost)": lambda nn: nn.Sequential(nn.Linear(P, 3), nn.ReLU(
 PROBLEMS = {"logistic (linear, fused)": (_linear(Logistic), "clip"), "robust regression (linear, fused)": (_linear(RobustRegression), "clip"),
             "multinomial (fused)": (_multinomial, "clip"), "softmax mlp (fused)": (_softmax_mlp, "clip"), "mlp (fused)": (_mlp, "clip"),
             "deep mlp (fused)": (_deep_mlp, "clip"), "deep softmax mlp (fused)": (_deep_softmax, "clip"), "jax (ghost)": (_jax, "zero"),
-            **{name: (_torch(make), "zero-inputs") for name, make in TORCH.items()}}
+            **{name: (_torch(make), "zero-inputs") for name, make in TORCH.items()}, **{name: (_jax_model(make), mode) for name, (make, mode) in JAX.items()}}
 
 
 def per_sample(problem, x, batch):

@@ -12,15 +12,15 @@ import pytest
 jax = pytest.importorskip("jax", reason="JAX is an optional extra (pip install 'dpnotebooks[jax]'): ghost clipping for JAX losses is not available")
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
-from dpnotebooks.problems.jax_ghost import jax_clipped_sum_fn
+from dpnotebooks.problems.jax_ghost import jax_clipped_sum_fn, vmap_clipped_sum_fn
 
 jax.config.update("jax_enable_x64", True)
 D, K = 7, 5                                                             # small shapes: the tests are about exactness
 
 
 def reference(f, x, A, y, clip):
-    "Σ_i min(1, C/‖g_i‖) g_i from materialized per-sample gradients (numpy), non-finite rows zeroed; and the two counts."
-    G = np.asarray(jax.jit(jax.vmap(jax.grad(f), (None, 0, 0)))(x, A, y), dtype=np.float64)
+    "Σ_i min(1, C/‖g_i‖) g_i from per-sample gradients taken one example at a time (lax.map: a vmapped conv gradient mixes the batch), non-finite rows zeroed; and the two counts."
+    G = np.asarray(jax.jit(lambda x, A, y: jax.lax.map(lambda ay: jax.grad(f)(x, *ay), (A, y)))(x, A, y), dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"): n2 = np.sum(G * G, axis=1)
     ok = np.isfinite(n2)
     norm = np.sqrt(np.where(ok, n2, 0.0))
@@ -84,7 +84,7 @@ def nested_jit_layers():
 
 
 def conv1d():
-    "A 1-D convolution over the features: the kernel enters conv_general_dilated, so the ghost path falls back."
+    "A 1-D convolution over the features: the kernel's per-sample gradient through conv_general_dilated's VJP (a layer use)."
     def loss(q, a, t):
         z = jax.lax.conv_general_dilated(a[None, None, :], q["k"][None, None, :], (1,), "VALID")
         return logistic(jnp.sum(z) + q["b"], t)
@@ -110,15 +110,54 @@ def tied_weights():
 
 
 def sequence():
-    "A per-example 2-D activation (a sequence of 7 one-dim steps through a 1×K dense layer): falls back."
+    "A per-example 2-D activation (a sequence of 7 one-dim steps through a 1×K dense layer): a layer use (dot_general with free dims)."
     def loss(q, a, t): return logistic(jnp.mean(jnp.tanh(a.reshape(D, 1) @ q["W"]) @ q["v"]), t)
     return pytree_loss(init({"W": (1, K), "v": (K,)}), loss)
 
 
+def cnn2d():
+    "The 7 features as a 1×7 image: two 2-D convs (the first with a bias broadcast over positions), ReLU, a dense head."
+    def loss(q, a, t):
+        h = jax.nn.relu(jax.lax.conv_general_dilated(a.reshape(1, 1, 1, D), q["K1"], (1, 1), "SAME") + q["c1"][None, :, None, None])
+        h = jax.lax.conv_general_dilated(h, q["K2"], (1, 2), "VALID")
+        return logistic(h.reshape(-1) @ q["w"] + q["b"], t)
+    return pytree_loss(init({"K1": (3, 1, 1, 3), "c1": (3,), "K2": (2, 3, 1, 3), "w": (2 * 3,), "b": ()}), loss)
+
+
+def embedding():
+    "Token ids (the features' integer parts mod 5) looked up in a 5×3 table (a gather), mean-pooled, a dense head."
+    def loss(q, a, t):
+        ids = jnp.mod(jnp.floor(jnp.abs(a) * 3), 5).astype(jnp.int32)
+        return logistic(jnp.mean(q["E"][ids], axis=0) @ q["w"] + q["b"], t)
+    return pytree_loss(init({"E": (5, 3), "w": (3,), "b": ()}), loss)
+
+
+def layernorm_sequence():
+    "A sequence (7 steps of 1 feature) through a dense layer, LayerNorm with scale and shift, a residual connection, a dense head."
+    def loss(q, a, t):
+        h = a.reshape(D, 1) @ q["W"] + q["c"]
+        mu, var = h.mean(-1, keepdims=True), h.var(-1, keepdims=True)
+        z = (h - mu) / jnp.sqrt(var + 1e-5) * q["g"] + q["beta"]
+        z = z + jnp.tanh(z @ q["R"])                                     # a residual block
+        return logistic(jnp.mean(z @ q["v"]), t)
+    return pytree_loss(init({"W": (1, K), "c": (K,), "g": (K,), "beta": (K,), "R": (K, K), "v": (K,)}), loss)
+
+
+def groupnorm_conv():
+    "A 1-D conv to 4 channels, GroupNorm (2 groups) with per-channel scale and shift broadcast over positions, a dense head."
+    def loss(q, a, t):
+        h = jax.lax.conv_general_dilated(a[None, None, :], q["K"], (1,), "SAME")[0]          # (4, D)
+        g = h.reshape(2, 2 * D); g = (g - g.mean(-1, keepdims=True)) / jnp.sqrt(g.var(-1, keepdims=True) + 1e-5)
+        h = g.reshape(4, D) * q["s"][:, None] + q["o"][:, None]
+        return logistic(jnp.sum(jax.nn.relu(h) * q["w"]), t)
+    return pytree_loss(init({"K": (4, 1, 3), "s": (4,), "o": (4,), "w": (4, D)}), loss)
+
+
 FAST = {"mlp_relu": mlp_relu, "mlp_tanh2": mlp_tanh2, "logreg": logreg, "logreg_nobias": logreg_nobias,
-        "variants": variants, "softmax_int_labels": softmax_int_labels, "nested_jit_layers": nested_jit_layers}
-SLOW = {"param_in_nonlinearity": param_in_nonlinearity, "tied_weights": tied_weights, "sequence": sequence,
-        "conv1d": conv1d, "padded_weights": padded_weights}
+        "variants": variants, "softmax_int_labels": softmax_int_labels, "nested_jit_layers": nested_jit_layers,
+        "sequence": sequence, "conv1d": conv1d, "cnn2d": cnn2d, "embedding": embedding, "layernorm_sequence": layernorm_sequence,
+        "groupnorm_conv": groupnorm_conv}
+SLOW = {"param_in_nonlinearity": param_in_nonlinearity, "tied_weights": tied_weights, "padded_weights": padded_weights}
 MODELS = {**FAST, **SLOW}          # FAST: the ghost path applies; SLOW: it falls back to vmap(grad)
 
 
@@ -148,9 +187,9 @@ def test_the_package_imports_without_jax_ghost():
     assert out.stdout.split() == ["False", "False"], out.stdout + out.stderr
 
 
-@pytest.mark.parametrize("name", ["variants", "softmax_int_labels"])
+@pytest.mark.parametrize("name", ["variants", "softmax_int_labels", "cnn2d", "embedding", "layernorm_sequence", "groupnorm_conv"])
 def test_agrees_fast(name):
-    "Subtracted and broadcast biases, scales, a transposed weight; integer labels indexing the logits."
+    "Subtracted and broadcast biases, scales, a transposed weight; integer labels indexing the logits; conv, embedding, norm layers."
     f, x = MODELS[name]()
     A, y = batch(int_labels=name == "softmax_int_labels")
     check(f, x, A, y, 0.7, True)
@@ -168,7 +207,7 @@ def test_agrees_with_vmap_grad(name, clip):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["mlp_relu", "mlp_tanh2", "logreg", "param_in_nonlinearity"])
+@pytest.mark.parametrize("name", ["mlp_relu", "mlp_tanh2", "logreg", "param_in_nonlinearity", "cnn2d", "layernorm_sequence"])
 def test_nonfinite_rows_are_counted_and_contribute_zero(name):
     f, x = MODELS[name]()
     A, y = batch()
@@ -182,8 +221,7 @@ def test_nonfinite_rows_are_counted_and_contribute_zero(name):
 
 
 def test_fallback_reasons():
-    for name, word in [("param_in_nonlinearity", "exp"), ("tied_weights", "twice"), ("sequence", "free dims"),
-                       ("conv1d", "conv_general_dilated")]:
+    for name, word in [("param_in_nonlinearity", "exp"), ("tied_weights", "twice"), ("padded_weights", "concatenate")]:
         f, x = SLOW[name]()
         plan = jax_clipped_sum_fn(f, x, D).plan
         assert not plan.fast and word in plan.reason, (name, plan.reason)
@@ -211,7 +249,7 @@ def test_a_logit_computed_twice_stays_on_the_ghost_path():
     assert jax_clipped_sum_fn(g).plan_for(x[:D], A, y).describe() == f"ghost: 1 uses dot({D},)"
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["mlp_relu", "mlp_tanh2", "logreg"])
+@pytest.mark.parametrize("name", ["mlp_relu", "mlp_tanh2", "logreg", "cnn2d", "groupnorm_conv"])
 def test_float32(name):
     f, x = FAST[name]()
     A, y = batch(dtype=jnp.float32)
@@ -249,3 +287,28 @@ def test_bucketed_batch_sizes(name):
         S0 = fn0(x, A[:b], y[:b], 0.7)[0]
         assert np.max(np.abs(S - S0)) <= 1e-12 * np.max(np.abs(R))
     assert fn.packed._cache_size() == 3                               # 8, 16 (9 and 16 rows), 40
+
+
+def test_layer_uses_of_conv_embedding_and_norm_models():
+    "Which use each parameter tensor gets: the conv kernels and the embedding table through their equation's VJP, a bias or a norm's scale broadcast over positions as a layer add/mul."
+    want = {"cnn2d": "ghost: 5 uses conv_general_dilated(3, 1, 1, 3), add(1, 3, 1, 1), conv_general_dilated(2, 3, 1, 3), dot(6,), add()",
+            "embedding": "ghost: 3 uses gather(5, 3), dot(3,), add()",
+            "conv1d": "ghost: 2 uses conv_general_dilated(1, 1, 3), add()"}
+    for name, line in want.items():
+        f, x = FAST[name]()
+        assert jax_clipped_sum_fn(f, x, D).plan.describe() == line, jax_clipped_sum_fn(f, x, D).plan.describe()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["cnn2d", "conv1d"])
+def test_a_nonfinite_row_stays_in_its_row_on_both_paths(name):
+    "XLA computes a vmapped conv kernel gradient with the batch folded into groups, where one NaN reaches every row: both paths keep it in its row."
+    f, x = FAST[name]()
+    A, y = batch()
+    A = A.at[2, 1].set(jnp.nan).at[5, 0].set(jnp.inf)
+    R, rclip, rbad = reference(f, x, A, y, 0.7)
+    assert rbad == 2
+    for fn in (jax_clipped_sum_fn(f), vmap_clipped_sum_fn(f)):
+        out = fn(x, A, y, 0.7)
+        S, nclip, nbad = (out[0], out[1], out[2]) if isinstance(out, tuple) else (np.asarray(out[:-2]), int(out[-2]), int(out[-1]))
+        assert np.max(np.abs(S - R)) <= 1e-12 * np.max(np.abs(R)) and (nclip, nbad) == (rclip, rbad)

@@ -101,7 +101,7 @@ def _flatten(closed):
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #0d8a051b
 @dataclass
 class _Use:
-    kind: str          # "dot" | "add" | "mul"
+    kind: str          # "dot" | "add" | "mul" | "layer"
     pkey: int          # the parameter tensor's var key
     h: object          # the example-side operand (key or _C); None for "add"
     out: int           # the output var key
@@ -110,6 +110,8 @@ class _Use:
     hc: tuple = ()
     idx: np.ndarray | None = None   # flat indices of x, shape of P (filled in later)
     tap: int | None = None          # the var whose tap gives g (the output, or an add it feeds)
+    eqn: object = None              # layer: the equation (conv, gather, dense over a sequence) whose VJP gives P's gradient
+    pos: int = 0                    # layer: P's position among the equation's inputs
 
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #69fc7d4d
 @dataclass
@@ -130,28 +132,31 @@ class GhostPlan:
     def describe(self) -> str:
         "One line: 'ghost: <n> uses dot(shape), add(shape), ...' or 'fallback (vmap(grad)): <reason>'."
         if not self.fast: return f"fallback (vmap(grad)): {self.reason}"
-        return f"ghost: {len(self.uses)} uses " + ", ".join(f"{u.kind}{tuple(u.idx.shape)}" for u in self.uses)
+        return f"ghost: {len(self.uses)} uses " + ", ".join(f"{u.eqn.prim.name if u.kind == 'layer' else u.kind}{tuple(u.idx.shape)}" for u in self.uses)
 
 def _fallback(reason): return GhostPlan(False, reason)
 
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #d0c9cb85
+_LAYER = {"conv_general_dilated", "gather", "dynamic_slice", "dot_general"}   # P's per-sample gradient from the equation's VJP
+
 def _classify(e:_Eqn, n:int, pin:list, avals:dict):
     "The `_Use` of a parameter tensor by equation `e` (number `n`; `pin`: its parameter inputs), or the reason to fall back."
     name = e.prim.name
     if len(pin) != 1: return f"two parameter tensors combined in `{name}` (eqn {n})"
     P, H = e.ins[pin[0]], e.ins[1 - pin[0]] if len(e.ins) == 2 else None
+    layer = _Use("layer", P, None, e.outs[0], eqn=e, pos=pin[0])
     if name == "dot_general":
         (lc, rc), (lb, rb) = e.params["dimension_numbers"]
-        if lb or rb: return f"dot_general with batch dims on a parameter (eqn {n})"
         pc, hc = (tuple(lc), tuple(rc)) if pin[0] == 0 else (tuple(rc), tuple(lc))
         hrank = len(H.val.shape) if isinstance(H, _C) else len(avals[H][0])
-        if len(hc) != hrank:
-            return f"activation with free dims (e.g. a sequence or a conv patch matrix) in dot_general (eqn {n})"
+        if lb or rb or len(hc) != hrank: return layer          # batch dims, or free dims of h (a sequence): a sum of outer products
         return _Use("dot", P, H, e.outs[0], pc=pc, hc=hc)
     if name in ("add", "sub", "mul") and avals[P][0] in (avals[e.outs[0]][0], ()):     # () : a scalar broadcast by the op
         sign = -1.0 if name == "sub" and pin[0] == 1 else 1.0
         return _Use("mul" if name == "mul" else "add", P, H if name == "mul" else None, e.outs[0], sign=sign)
-    return f"parameter enters `{name}` (eqn {n}): not a dense layer or a bias"
+    if name in _LAYER and len(e.outs) == 1: return layer
+    if name in ("add", "sub", "mul") and len(avals[P][0]) == len(avals[e.outs[0]][0]): return layer   # size-1 axes broadcast (a conv's bias, a norm's scale)
+    return f"parameter enters `{name}` (eqn {n}): not a dense, convolution or embedding layer, a bias or a scale"
 
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #27a500a4
 def _scan(eqns:list, xkey:int, avals:dict):
@@ -244,12 +249,13 @@ def _interpret(plan:GhostPlan, x, a, y, taps:dict):
     for e in plan.eqns:
         for k, v in zip(e.outs, _bind(e, [read(t) for t in e.ins])):
             env[k] = v + taps[k] if k in taps else v
-    acts = {u.h: read(u.h) for u in plan.uses if u.h is not None and not isinstance(u.h, _C)}
+    keys = {u.h for u in plan.uses if u.h is not None} | {a for u in plan.uses if u.kind == "layer" for i, a in enumerate(u.eqn.ins) if i != u.pos}
+    acts = {k: read(k) for k in keys if not isinstance(k, _C)}
     return read(plan.out), acts
 
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #c3922616
 def _tap_grads(plan:GhostPlan, x, A, y):
-    "(tap keys, {tap: γ (B, ...)}, H(use) -> h (B, ...)): one batched forward with zero taps and one backward."
+    "(tap keys, {tap: γ (B, ...)}, H(use) -> h (B, ...), or a layer's inputs): one batched forward with zero taps and one backward."
     B = A.shape[0]
     tkeys = sorted({u.tap for u in plan.uses})
     taps = {k: jnp.zeros((B,) + plan.avals[k][0], plan.avals[k][1]) for k in tkeys}
@@ -257,7 +263,11 @@ def _tap_grads(plan:GhostPlan, x, A, y):
         o, acts = jax.vmap(lambda a_, y_, t_: _interpret(plan, x, a_, y_, t_))(A, y, t)
         return jnp.sum(o), acts
     G, acts = jax.grad(total, has_aux=True)(taps)
-    H = lambda u: acts[u.h] if not isinstance(u.h, _C) else jnp.broadcast_to(u.h.val, (B,) + plan.hshape(u))
+    def H(u):
+        if u.kind == "layer":                                  # the equation's inputs: P itself (from x), constants, batched operands
+            P = x[u.idx].astype(plan.avals[u.pkey][1])
+            return [P if i == u.pos else a.val if isinstance(a, _C) else acts[a] for i, a in enumerate(u.eqn.ins)]
+        return acts[u.h] if not isinstance(u.h, _C) else jnp.broadcast_to(u.h.val, (B,) + plan.hshape(u))
     return tkeys, G, H
 
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #f613b18e
@@ -275,15 +285,38 @@ def _expand(h, ndim):
 def _bcast(mask, v): return jnp.reshape(mask, mask.shape + (1,) * (v.ndim - 1))
 
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #44b18839
+def _compact(u:_Use, q, B:int):
+    "(q (B, entries), distinct x indices or None): copies of one entry of x (a broadcast parameter) summed per sample."
+    uniq, inv = np.unique(u.idx.ravel(), return_inverse=True)
+    if uniq.size == u.idx.size: return q, None
+    return jnp.zeros((B, uniq.size), q.dtype).at[:, inv].add(q.reshape(B, -1)), uniq
+
 def _elementwise_grad(u:_Use, g, H, B:int):
     "Per-sample gradient of a bias (±γ) or scale (h ⊙ γ) use, (B, entries); its distinct x indices when copies were summed, else None."
     q = g if u.kind == "add" else _expand(H(u), g.ndim) * g
     if u.sign != 1: q = -q
     if u.idx.ndim < q.ndim - 1: q = jnp.sum(q, axis=tuple(range(1, q.ndim)))   # a scalar parameter broadcast by the op
-    uniq, inv = np.unique(u.idx.ravel(), return_inverse=True)
-    if uniq.size != u.idx.size:                               # a broadcast bias: sum its copies per sample
-        q = jnp.zeros((B, uniq.size), q.dtype).at[:, inv].add(q.reshape(B, -1))
-    return q, (uniq if uniq.size != u.idx.size else None)
+    return _compact(u, q, B)
+
+def _row_max(v):
+    "max |v| per row (B,): NaN where a row holds a NaN."
+    w = jnp.abs(jnp.reshape(v, (v.shape[0], -1)))
+    return jnp.where(jnp.any(jnp.isnan(w), axis=1), jnp.nan, jnp.max(w, axis=1, initial=0))
+
+def _layer_grad(u:_Use, g, ins:list, B:int):
+    """(per-sample gradient of P (B, *P.shape), distinct indices or None, rows kept (B,)): the equation's VJP in P at γ_i,
+    vmapped. A vmapped kernel gradient mixes the batch (XLA folds it into groups): a row whose γ or inputs are non-finite,
+    or so large that their products could overflow, is zeroed first and reported, so that it cannot reach the others."""
+    e = u.eqn
+    axes = [None if i == u.pos or isinstance(a, _C) else 0 for i, a in enumerate(e.ins)]
+    floats = [ins[i] for i, ax in enumerate(axes) if ax == 0 and jnp.issubdtype(ins[i].dtype, jnp.floating)]
+    size = max([1] + [int(np.prod(v.shape[1:])) for v in floats + [g]])
+    ok = _row_max(g) * jnp.prod(jnp.stack([jnp.maximum(_row_max(v), 1) for v in floats] or [jnp.ones(B, g.dtype)]), axis=0) < jnp.finfo(g.dtype).max / size
+    keep = lambda v, ax: v if ax is None else jnp.where(_bcast(ok, v), v, jnp.zeros((), v.dtype))
+    def one(gi, *vals):
+        return jax.vjp(lambda P: _bind(e, [P if i == u.pos else v for i, v in enumerate(vals)])[0], vals[u.pos])[1](gi)[0]
+    q = jax.vmap(one, in_axes=(0, *axes))(keep(g if u.sign == 1 else -g, 0), *[keep(v, ax) for v, ax in zip(ins, axes)])
+    return (*_compact(u, q, B), ok)
 
 def _sq_norms(plan:GhostPlan, G:dict, H, B:int):
     "(‖g_i‖² (B,), per use: None (dense) or (its per-sample gradient, distinct indices or None)): Goodfellow's identity."
@@ -292,8 +325,11 @@ def _sq_norms(plan:GhostPlan, G:dict, H, B:int):
         g = G[u.tap]
         if u.kind == "dot":
             n2 = n2 + _row_sq(H(u), linear) * _row_sq(g); per.append(None); continue
-        q, uniq = _elementwise_grad(u, g, H, B)
-        n2 = n2 + _row_sq(q); per.append((q, uniq))
+        if u.kind == "layer":
+            q, uniq, ok = _layer_grad(u, g, H(u), B); n2 = n2 + jnp.where(ok, _row_sq(q), jnp.nan)   # a dropped row counts as non-finite
+        else:
+            q, uniq = _elementwise_grad(u, g, H, B); n2 = n2 + _row_sq(q)
+        per.append((q, uniq))
     return n2, per
 
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #3c4753e5
@@ -356,9 +392,16 @@ def _ghost(plan:GhostPlan, p:int, x, A, y, clip, guard="cond", n_valid=None):
 
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #82a7b4f2
 def _vmap_clipped(f, x, A, y, clip, n_valid=None):
-    "The reference / fallback: per-sample gradients by vmap(grad), clipped, non-finite rows zeroed and counted."
-    G = jax.vmap(jax.grad(f), (None, 0, 0))(x, A, y)
-    c, ok, all_ok, nclip, nbad = _finish(jnp.sum(G * G, axis=1), clip, n_valid)
+    """The reference / fallback: per-sample gradients by vmap(grad), clipped, non-finite rows zeroed and counted. A row whose
+    input or loss is not finite is swapped for a clean row of the batch first (and counted): a vmapped gradient can mix the
+    batch (a convolution's kernel gradient), and one bad row would otherwise reach every other."""
+    v = jax.vmap(f, (None, 0, 0))(x, A, y)                     # the forward pass keeps the rows apart
+    bad = ~(jnp.isfinite(v) & jnp.all(jnp.isfinite(jnp.reshape(A, (A.shape[0], -1))), axis=1))
+    if jnp.issubdtype(jnp.result_type(y), jnp.floating): bad = bad | ~jnp.all(jnp.isfinite(jnp.reshape(y, (A.shape[0], -1))), axis=1)
+    j = jnp.argmin(bad)                                        # a clean row (any row if none is)
+    A0, y0 = jnp.where(_bcast(bad, A), A[j], A), jnp.where(_bcast(bad, y), y[j], y)
+    G = jax.vmap(jax.grad(f), (None, 0, 0))(x, A0, y0)
+    c, ok, all_ok, nclip, nbad = _finish(jnp.where(bad, jnp.nan, jnp.sum(G * G, axis=1)), clip, n_valid)
     return jax.lax.cond(all_ok, lambda: c @ G, lambda: c @ jnp.where(ok[:, None], G, 0)), nclip, nbad
 
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #9c72866b

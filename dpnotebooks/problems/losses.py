@@ -90,12 +90,22 @@ def _bucketed(h, X, A, y, pts:int):
 
 # %% ../../nbs/problems/04e_losses.ipynb #edc1b4ca
 def _jax_fns(jax, jnp, f, predict) -> dict:
-    "The four host functions (and `predict`) as jitted double vmaps of f(x, a, y) and of jax.grad(f)."
+    """The four host functions (and `predict`) as jitted double vmaps of f(x, a, y) and of jax.grad(f). A vmapped gradient
+    can mix the samples (XLA folds the batch of a conv's kernel gradient into groups, and one NaN then reaches every row):
+    a gradient with a non-finite entry is recomputed one sample at a time (lax.map), which keeps each row its own."""
     g = jax.grad(f)
     over_points = lambda h: jax.jit(jax.vmap(jax.vmap(h, (None, 0, 0)), (0, None, None)))    # X (k,d) -> (k, b[, d])
     each = lambda h: jax.jit(jax.vmap(jax.vmap(h, (0, None, None)), (0, 0, 0)))             # X (b,k,d) -> (b, k[, d])
-    host = lambda h, pts: (lambda X, A, y: _bucketed(lambda *a: np.asarray(h(*map(jnp.asarray, a))), X, A, y, pts))
-    fns = dict(value=host(over_points(f), 0), grad=host(over_points(g), 0), value_each=host(each(f), 1), grad_each=host(each(g), 1))
+    points_seq = jax.jit(jax.vmap(lambda x, A, y: jax.lax.map(lambda t: g(x, *t), (A, y)), (0, None, None)))
+    each_seq = jax.jit(lambda X, A, y: jax.lax.map(lambda t: jax.vmap(g, (0, None, None))(*t), (X, A, y)))
+    def host(h, pts, seq=None):
+        def run(X, A, y):
+            out = _bucketed(lambda *a: np.asarray(h(*map(jnp.asarray, a))), X, A, y, pts)
+            if seq is None or np.all(np.isfinite(out)): return out
+            return _bucketed(lambda *a: np.asarray(seq(*map(jnp.asarray, a))), X, A, y, pts)
+        return run
+    fns = dict(value=host(over_points(f), 0), grad=host(over_points(g), 0, points_seq), value_each=host(each(f), 1),
+               grad_each=host(each(g), 1, each_seq))
     if predict is not None:
         p = jax.jit(jax.vmap(predict, (None, 0)))
         fns["predict"] = lambda x, A: np.asarray(p(jnp.asarray(x), jnp.asarray(A)))
