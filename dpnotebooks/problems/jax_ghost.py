@@ -284,6 +284,21 @@ def _expand(h, ndim):
 
 def _bcast(mask, v): return jnp.reshape(mask, mask.shape + (1,) * (v.ndim - 1))
 
+# %% ../../nbs/problems/04i_jax_ghost.ipynb #b35dd7c0
+def _plain_conv(u:_Use, axes:list) -> bool:
+    "A convolution whose kernel is P, in the canonical layouts (N C spatial / O I spatial), one feature and batch group, batched input."
+    p = u.eqn.params
+    if u.eqn.prim.name != "conv_general_dilated" or u.pos != 1 or axes[0] != 0: return False
+    dn = p["dimension_numbers"]; canon = tuple(range(len(dn.lhs_spec)))
+    return p["feature_group_count"] == p["batch_group_count"] == 1 and dn.lhs_spec == dn.rhs_spec == dn.out_spec == canon
+
+def _conv_kernel_grads(e:_Eqn, h, g, ks:tuple):
+    "Per-sample kernel gradients Σ_positions patch ⊗ γ (B, O, C, *ks): the input's patches against γ in one batched product."
+    p, B, N, O, C, ks = e.params, h.shape[0], h.shape[1], g.shape[2], h.shape[2], tuple(ks)
+    pt = jax.lax.conv_general_dilated_patches(h.reshape((B * N,) + h.shape[2:]), ks, p["window_strides"], p["padding"],
+                                              p["lhs_dilation"], p["rhs_dilation"], precision=p["precision"])
+    return jnp.einsum("bnkp,bnop->bok", pt.reshape(B, N, pt.shape[1], -1), g.reshape(B, N, O, -1)).reshape((B, O, C) + ks)
+
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #44b18839
 def _compact(u:_Use, q, B:int):
     "(q (B, entries), distinct x indices or None): copies of one entry of x (a broadcast parameter) summed per sample."
@@ -315,7 +330,8 @@ def _layer_grad(u:_Use, g, ins:list, B:int):
     keep = lambda v, ax: v if ax is None else jnp.where(_bcast(ok, v), v, jnp.zeros((), v.dtype))
     def one(gi, *vals):
         return jax.vjp(lambda P: _bind(e, [P if i == u.pos else v for i, v in enumerate(vals)])[0], vals[u.pos])[1](gi)[0]
-    q = jax.vmap(one, in_axes=(0, *axes))(keep(g if u.sign == 1 else -g, 0), *[keep(v, ax) for v, ax in zip(ins, axes)])
+    gk, vals = keep(g if u.sign == 1 else -g, 0), [keep(v, ax) for v, ax in zip(ins, axes)]
+    q = _conv_kernel_grads(e, vals[0], gk, vals[1].shape[2:]) if _plain_conv(u, axes) else jax.vmap(one, in_axes=(0, *axes))(gk, *vals)
     return (*_compact(u, q, B), ok)
 
 def _sq_norms(plan:GhostPlan, G:dict, H, B:int):
