@@ -153,10 +153,24 @@ def groupnorm_conv():
     return pytree_loss(init({"K": (4, 1, 3), "s": (4,), "o": (4,), "w": (4, D)}), loss)
 
 
+def dynamic_slice_embedding():
+    "A table row picked by an index read from the example (`lax.dynamic_slice` with an example-dependent start), a dense path beside it."
+    def loss(q, a, t):
+        i = jnp.clip(jnp.floor(jnp.abs(a[0]) * 3).astype(jnp.int32), 0, 4)
+        return logistic(jax.lax.dynamic_slice(q["E"], (i, jnp.int32(0)), (1, 3))[0] @ q["w"] + a[1:] @ q["v"], t)
+    return pytree_loss(init({"E": (5, 3), "w": (3,), "v": (D - 1,)}), loss)
+
+
+def grouped_weights():
+    "A weight with a batch axis (one 4×3 matrix per group of 3 features: dot_general with batch dims on the parameter), a scalar scale."
+    def loss(q, a, t): return logistic(jnp.sum(jnp.tanh(jnp.einsum("kij,kj->ki", q["W"], a[:6].reshape(2, 3)))) + a[6] * q["b"], t)
+    return pytree_loss(init({"W": (2, 4, 3), "b": ()}), loss)
+
+
 FAST = {"mlp_relu": mlp_relu, "mlp_tanh2": mlp_tanh2, "logreg": logreg, "logreg_nobias": logreg_nobias,
         "variants": variants, "softmax_int_labels": softmax_int_labels, "nested_jit_layers": nested_jit_layers,
         "sequence": sequence, "conv1d": conv1d, "cnn2d": cnn2d, "embedding": embedding, "layernorm_sequence": layernorm_sequence,
-        "groupnorm_conv": groupnorm_conv}
+        "groupnorm_conv": groupnorm_conv, "dynamic_slice_embedding": dynamic_slice_embedding, "grouped_weights": grouped_weights}
 SLOW = {"param_in_nonlinearity": param_in_nonlinearity, "tied_weights": tied_weights, "padded_weights": padded_weights}
 MODELS = {**FAST, **SLOW}          # FAST: the ghost path applies; SLOW: it falls back to vmap(grad)
 
@@ -293,7 +307,9 @@ def test_layer_uses_of_conv_embedding_and_norm_models():
     "Which use each parameter tensor gets: the conv kernels and the embedding table through their equation's VJP, a bias or a norm's scale broadcast over positions as a layer add/mul."
     want = {"cnn2d": "ghost: 5 uses conv_general_dilated(3, 1, 1, 3), add(1, 3, 1, 1), conv_general_dilated(2, 3, 1, 3), dot(6,), add()",
             "embedding": "ghost: 3 uses gather(5, 3), dot(3,), add()",
-            "conv1d": "ghost: 2 uses conv_general_dilated(1, 1, 3), add()"}
+            "conv1d": "ghost: 2 uses conv_general_dilated(1, 1, 3), add()",
+            "dynamic_slice_embedding": f"ghost: 3 uses dynamic_slice(5, 3), dot(3,), dot({D - 1},)",
+            "grouped_weights": "ghost: 2 uses dot_general(2, 4, 3), mul()"}
     for name, line in want.items():
         f, x = FAST[name]()
         assert jax_clipped_sum_fn(f, x, D).plan.describe() == line, jax_clipped_sum_fn(f, x, D).plan.describe()
