@@ -89,23 +89,38 @@ def _bucketed(h, X, A, y, pts:int):
     return out[:b, :k] if pts == 1 else out[:k, :b]
 
 # %% ../../nbs/problems/04e_losses.ipynb #edc1b4ca
+def _clean_rows(A, y) -> tuple:
+    "(A, y, bad): host copies with each row whose features or target are not finite replaced by a clean row of the batch; `bad` marks them."
+    A, y = np.asarray(A), np.asarray(y)
+    bad = ~np.all(np.isfinite(A.reshape(len(A), -1)), axis=1)
+    if y.dtype.kind == "f": bad |= ~np.all(np.isfinite(y.reshape(len(y), -1)), axis=1)
+    if not bad.any() or bad.all(): return A, y, bad
+    j = int(np.argmin(bad)); A, y = A.copy(), y.copy(); A[bad], y[bad] = A[j], y[j]
+    return A, y, bad
+
+def _rows_apart(run, seq, pts:int):
+    """A per-sample gradient function that keeps each sample's row its own. A vmapped gradient can mix the samples (XLA
+    folds the batch of a conv's kernel gradient into groups, and one NaN then reaches every row): a row with non-finite
+    inputs is computed on a clean row's and returned as NaN; any other non-finite entry, the batch is redone one by one."""
+    def grads(X, A, y):
+        A2, y2, bad = _clean_rows(A, y)
+        out = np.array(run(X, A2, y2)); rows = out if pts == 1 else np.moveaxis(out, 1, 0)      # rows first (a view)
+        if not np.all(np.isfinite(rows[~bad])): out = np.array(seq(X, A2, y2)); rows = out if pts == 1 else np.moveaxis(out, 1, 0)
+        rows[bad] = np.nan
+        return out
+    return grads
+
+# %% ../../nbs/problems/04e_losses.ipynb #be3138de
 def _jax_fns(jax, jnp, f, predict) -> dict:
-    """The four host functions (and `predict`) as jitted double vmaps of f(x, a, y) and of jax.grad(f). A vmapped gradient
-    can mix the samples (XLA folds the batch of a conv's kernel gradient into groups, and one NaN then reaches every row):
-    a gradient with a non-finite entry is recomputed one sample at a time (lax.map), which keeps each row its own."""
+    "The four host functions (and `predict`) as jitted double vmaps of f(x, a, y) and of jax.grad(f); the gradients keep rows apart (`_rows_apart`)."
     g = jax.grad(f)
     over_points = lambda h: jax.jit(jax.vmap(jax.vmap(h, (None, 0, 0)), (0, None, None)))    # X (k,d) -> (k, b[, d])
     each = lambda h: jax.jit(jax.vmap(jax.vmap(h, (0, None, None)), (0, 0, 0)))             # X (b,k,d) -> (b, k[, d])
     points_seq = jax.jit(jax.vmap(lambda x, A, y: jax.lax.map(lambda t: g(x, *t), (A, y)), (0, None, None)))
     each_seq = jax.jit(lambda X, A, y: jax.lax.map(lambda t: jax.vmap(g, (0, None, None))(*t), (X, A, y)))
-    def host(h, pts, seq=None):
-        def run(X, A, y):
-            out = _bucketed(lambda *a: np.asarray(h(*map(jnp.asarray, a))), X, A, y, pts)
-            if seq is None or np.all(np.isfinite(out)): return out
-            return _bucketed(lambda *a: np.asarray(seq(*map(jnp.asarray, a))), X, A, y, pts)
-        return run
-    fns = dict(value=host(over_points(f), 0), grad=host(over_points(g), 0, points_seq), value_each=host(each(f), 1),
-               grad_each=host(each(g), 1, each_seq))
+    host = lambda h, pts: (lambda X, A, y: _bucketed(lambda *a: np.asarray(h(*map(jnp.asarray, a))), X, A, y, pts))
+    fns = dict(value=host(over_points(f), 0), grad=_rows_apart(host(over_points(g), 0), host(points_seq, 0), 0), value_each=host(each(f), 1),
+               grad_each=_rows_apart(host(each(g), 1), host(each_seq, 1), 1))
     if predict is not None:
         p = jax.jit(jax.vmap(predict, (None, 0)))
         fns["predict"] = lambda x, A: np.asarray(p(jnp.asarray(x), jnp.asarray(A)))
