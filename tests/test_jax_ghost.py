@@ -328,3 +328,16 @@ def test_a_nonfinite_row_stays_in_its_row_on_both_paths(name):
         out = fn(x, A, y, 0.7)
         S, nclip, nbad = (out[0], out[1], out[2]) if isinstance(out, tuple) else (np.asarray(out[:-2]), int(out[-2]), int(out[-1]))
         assert np.max(np.abs(S - R)) <= 1e-12 * np.max(np.abs(R)) and (nclip, nbad) == (rclip, rbad)
+
+
+def test_a_large_embedding_table_is_never_formed_per_sample():
+    "A 20,000 × 8 table: the lookup's norm comes from its T × T id matches (`_lookup_ids` recognises jnp's gather) and agrees with the reference."
+    from dpnotebooks.problems.jax_ghost import _lookup_ids
+    def loss(q, a, t):
+        ids = jnp.floor(jnp.abs(a) * 7919).astype(jnp.int32) % 20000
+        return logistic(jnp.mean(q["E"][ids], axis=0) @ q["w"], t)
+    f, x = pytree_loss(init({"E": (20000, 8), "w": (8,)}), loss)
+    A, y = batch(B=16)
+    plan, _, _ = check(f, x, A, y, 0.3, True)
+    u = next(u for u in plan.uses if u.kind == "layer")
+    assert u.eqn.prim.name == "gather" and _lookup_ids(u, [None, jnp.zeros((16, D, 1), jnp.int32)], [None, 0]) is not None

@@ -299,6 +299,29 @@ def _conv_kernel_grads(e:_Eqn, h, g, ks:tuple):
                                               p["lhs_dilation"], p["rhs_dilation"], precision=p["precision"])
     return jnp.einsum("bnkp,bnop->bok", pt.reshape(B, N, pt.shape[1], -1), g.reshape(B, N, O, -1)).reshape((B, O, C) + ks)
 
+# %% ../../nbs/problems/04i_jax_ghost.ipynb #c6c371cd
+def _lookup_ids(u:_Use, ins:list, axes:list):
+    "The table rows (B, T) a lookup P[ids] reads per sample (a gather in jnp's layout on P (V, k)), −1 where dropped; None for another gather."
+    e, p = u.eqn, u.eqn.params
+    if e.prim.name != "gather" or u.pos != 0 or axes[1] != 0 or u.idx.ndim != 2 or np.unique(u.idx).size != u.idx.size: return None
+    dn, idx, (V, k) = p["dimension_numbers"], ins[1], u.idx.shape
+    if (tuple(dn.collapsed_slice_dims), tuple(dn.start_index_map), tuple(dn.operand_batching_dims), tuple(dn.start_indices_batching_dims)) != ((0,), (0,), (), ()):
+        return None
+    if tuple(p["slice_sizes"]) != (1, k) or tuple(dn.offset_dims) != (idx.ndim - 2,) or idx.shape[-1] != 1: return None
+    ids = idx.reshape(idx.shape[0], -1)
+    return jnp.where((ids >= 0) & (ids < V), ids, -1) if "FILL" in str(p["mode"]) else jnp.clip(ids, 0, V - 1)
+
+def _lookup_norms(ids, g):
+    "Σ_{t,t'} [id_t = id_t'] ⟨γ_t, γ_t'⟩ per sample (B,): the squared norm of a lookup table's gradient."
+    G = g.reshape(g.shape[0], ids.shape[1], -1)
+    same = (ids[:, :, None] == ids[:, None, :]) & (ids[:, :, None] >= 0)
+    return jnp.sum(jnp.where(same, jnp.einsum("btk,bsk->bts", G, G), 0), axis=(1, 2))
+
+def _lookup_sum(ids, cg, V:int):
+    "Σ_i c_i ∇_P f_i of a lookup table (V, k): the rows c_i γ_it added into rows ids_it (dropped ones nowhere)."
+    G, r = cg.reshape(-1, cg.shape[-1]), ids.reshape(-1)
+    return jnp.zeros((V, G.shape[1]), G.dtype).at[jnp.where(r >= 0, r, V)].add(G, mode="drop")
+
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #44b18839
 def _compact(u:_Use, q, B:int):
     "(q (B, entries), distinct x indices or None): copies of one entry of x (a broadcast parameter) summed per sample."
@@ -319,9 +342,9 @@ def _row_max(v):
     return jnp.where(jnp.any(jnp.isnan(w), axis=1), jnp.nan, jnp.max(w, axis=1, initial=0))
 
 def _layer_grad(u:_Use, g, ins:list, B:int):
-    """(per-sample gradient of P (B, *P.shape), distinct indices or None, rows kept (B,)): the equation's VJP in P at γ_i,
-    vmapped. A vmapped kernel gradient mixes the batch (XLA folds it into groups): a row whose γ or inputs are non-finite,
-    or so large that their products could overflow, is zeroed first and reported, so that it cannot reach the others."""
+    """((per-sample gradient of P (B, *P.shape), distinct indices or None) or a table lookup's ('lookup', ids, γ), ‖·‖² (B,),
+    rows kept (B,)): the equation's VJP in P at γ_i, vmapped. A vmapped kernel gradient mixes the batch (XLA folds it into
+    groups): a row whose γ or inputs are non-finite, or whose products could overflow, is zeroed first and reported."""
     e = u.eqn
     axes = [None if i == u.pos or isinstance(a, _C) else 0 for i, a in enumerate(e.ins)]
     floats = [ins[i] for i, ax in enumerate(axes) if ax == 0 and jnp.issubdtype(ins[i].dtype, jnp.floating)]
@@ -331,8 +354,11 @@ def _layer_grad(u:_Use, g, ins:list, B:int):
     def one(gi, *vals):
         return jax.vjp(lambda P: _bind(e, [P if i == u.pos else v for i, v in enumerate(vals)])[0], vals[u.pos])[1](gi)[0]
     gk, vals = keep(g if u.sign == 1 else -g, 0), [keep(v, ax) for v, ax in zip(ins, axes)]
+    ids = _lookup_ids(u, vals, axes)
+    if ids is not None: return ("lookup", ids, gk), _lookup_norms(ids, gk), ok
     q = _conv_kernel_grads(e, vals[0], gk, vals[1].shape[2:]) if _plain_conv(u, axes) else jax.vmap(one, in_axes=(0, *axes))(gk, *vals)
-    return (*_compact(u, q, B), ok)
+    q, uniq = _compact(u, q, B)
+    return (q, uniq), _row_sq(q), ok
 
 def _sq_norms(plan:GhostPlan, G:dict, H, B:int):
     "(‖g_i‖² (B,), per use: None (dense) or (its per-sample gradient, distinct indices or None)): Goodfellow's identity."
@@ -342,10 +368,9 @@ def _sq_norms(plan:GhostPlan, G:dict, H, B:int):
         if u.kind == "dot":
             n2 = n2 + _row_sq(H(u), linear) * _row_sq(g); per.append(None); continue
         if u.kind == "layer":
-            q, uniq, ok = _layer_grad(u, g, H(u), B); n2 = n2 + jnp.where(ok, _row_sq(q), jnp.nan)   # a dropped row counts as non-finite
+            pq, n2u, ok = _layer_grad(u, g, H(u), B); n2 = n2 + jnp.where(ok, n2u, jnp.nan); per.append(pq)   # a dropped row counts as non-finite
         else:
-            q, uniq = _elementwise_grad(u, g, H, B); n2 = n2 + _row_sq(q)
-        per.append((q, uniq))
+            q, uniq = _elementwise_grad(u, g, H, B); n2 = n2 + _row_sq(q); per.append((q, uniq))
     return n2, per
 
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #3c4753e5
@@ -390,6 +415,8 @@ def _clipped_total(plan:GhostPlan, per:list, G:dict, H, c, ok, safe:bool, p:int,
         elif u.kind == "add" and pq[1] is None and cg[u.tap].ndim == u.idx.ndim + 1:
             piece = jnp.sum(cg[u.tap], axis=0)
             pieces.append((u.idx.ravel(), (piece if u.sign == 1 else -piece).reshape(-1)))
+        elif isinstance(pq[0], str):                          # a table lookup: the rows c_i γ_it added into the table
+            pieces.append((u.idx.ravel(), _lookup_sum(pq[1], _bcast(c, pq[2]) * z(pq[2]), u.idx.shape[0]).reshape(-1)))
         else:
             q, uniq = pq
             piece = jnp.tensordot(c, z(q), axes=([0], [0]))
