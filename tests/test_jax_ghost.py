@@ -341,3 +341,16 @@ def test_a_large_embedding_table_is_never_formed_per_sample():
     plan, _, _ = check(f, x, A, y, 0.3, True)
     u = next(u for u in plan.uses if u.kind == "layer")
     assert u.eqn.prim.name == "gather" and _lookup_ids(u, [None, jnp.zeros((16, D, 1), jnp.int32)], [None, 0]) is not None
+
+
+def test_a_wide_dense_layer_over_positions_takes_the_gram_norms():
+    "7 positions through a 16 × 16 dense layer: T²(k + o) = 1,568 < T·k·o = 1,792 per sample, so its norm comes from two Gram matrices; it agrees with the reference."
+    from dpnotebooks.problems.jax_ghost import _seq_norms
+    def loss(q, a, t):
+        h = jnp.tanh(a[:, None] * q["U"])                                  # (7, 16): a position per feature
+        return logistic(jnp.sum(jnp.tanh(h @ q["W"]) @ q["v"]), t)
+    f, x = pytree_loss(init({"U": (16,), "W": (16, 16), "v": (16,)}), loss)
+    A, y = batch(B=12)
+    for clip in (0.05, 1e6): check(f, x, A, y, clip, True)
+    H, G = jnp.ones((2, D, 16)), jnp.ones((2, D, 16))
+    np.testing.assert_allclose(_seq_norms(H, G), np.full(2, D ** 2 * 16 * 16), rtol=1e-12)        # all ones: every entry of HᵀΓ is 7, so ‖HᵀΓ‖² = 7²·256

@@ -322,6 +322,29 @@ def _lookup_sum(ids, cg, V:int):
     G, r = cg.reshape(-1, cg.shape[-1]), ids.reshape(-1)
     return jnp.zeros((V, G.shape[1]), G.dtype).at[jnp.where(r >= 0, r, V)].add(G, mode="drop")
 
+# %% ../../nbs/problems/04i_jax_ghost.ipynb #fcbe1632
+def _seq_dense(u:_Use, ins:list, axes:list, g):
+    "(H (B, T, k), Γ (B, T, o), P's contracting axis) of a dense layer over positions: P (k, o) or (o, k) in a dot_general without batch axes; else None."
+    e = u.eqn
+    if e.prim.name != "dot_general" or u.idx.ndim != 2 or len(e.ins) != 2 or axes[1 - u.pos] != 0 or np.unique(u.idx).size != u.idx.size: return None
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    if lb or rb or len(lc) != 1: return None
+    pc, hc = (lc[0], rc[0]) if u.pos == 0 else (rc[0], lc[0])
+    H = jnp.moveaxis(ins[1 - u.pos], hc + 1, -1)                     # (B, *free, k)
+    G = jnp.moveaxis(g, 1, -1) if u.pos == 0 else g                   # the output's P axis last: (B, *free, o)
+    return H.reshape(H.shape[0], -1, H.shape[-1]), G.reshape(G.shape[0], -1, G.shape[-1]), pc
+
+def _seq_norms(H, G):
+    "‖H_iᵀΓ_i‖² per sample (B,): from the Gram matrices when T² (k + o) < T k o, else formed."
+    (_, T, k), o = H.shape, G.shape[-1]
+    if T * (k + o) < k * o: return jnp.einsum("bts,bts->b", jnp.einsum("btk,bsk->bts", H, H), jnp.einsum("bto,bso->bts", G, G))
+    return _row_sq(jnp.einsum("btk,bto->bko", H, G))
+
+def _seq_sum(H, cG, pc:int):
+    "Σ_i c_i H_iᵀΓ_i in P's layout ((k, o) if P contracts its first axis, else (o, k))."
+    M = jnp.einsum("btk,bto->ko", H, cG)
+    return M if pc == 0 else M.T
+
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #44b18839
 def _compact(u:_Use, q, B:int):
     "(q (B, entries), distinct x indices or None): copies of one entry of x (a broadcast parameter) summed per sample."
@@ -356,6 +379,8 @@ def _layer_grad(u:_Use, g, ins:list, B:int):
     gk, vals = keep(g if u.sign == 1 else -g, 0), [keep(v, ax) for v, ax in zip(ins, axes)]
     ids = _lookup_ids(u, vals, axes)
     if ids is not None: return ("lookup", ids, gk), _lookup_norms(ids, gk), ok
+    sd = _seq_dense(u, vals, axes, gk)
+    if sd is not None: return ("seq", *sd), _seq_norms(*sd[:2]), ok
     q = _conv_kernel_grads(e, vals[0], gk, vals[1].shape[2:]) if _plain_conv(u, axes) else jax.vmap(one, in_axes=(0, *axes))(gk, *vals)
     q, uniq = _compact(u, q, B)
     return (q, uniq), _row_sq(q), ok
@@ -415,8 +440,10 @@ def _clipped_total(plan:GhostPlan, per:list, G:dict, H, c, ok, safe:bool, p:int,
         elif u.kind == "add" and pq[1] is None and cg[u.tap].ndim == u.idx.ndim + 1:
             piece = jnp.sum(cg[u.tap], axis=0)
             pieces.append((u.idx.ravel(), (piece if u.sign == 1 else -piece).reshape(-1)))
-        elif isinstance(pq[0], str):                          # a table lookup: the rows c_i γ_it added into the table
+        elif isinstance(pq[0], str) and pq[0] == "lookup":                              # a table lookup: the rows c_i γ_it added into the table
             pieces.append((u.idx.ravel(), _lookup_sum(pq[1], _bcast(c, pq[2]) * z(pq[2]), u.idx.shape[0]).reshape(-1)))
+        elif isinstance(pq[0], str):                                 # a dense layer over positions: one contraction
+            pieces.append((u.idx.ravel(), _seq_sum(z(pq[1]), _bcast(c, pq[2]) * z(pq[2]), pq[3]).reshape(-1)))
         else:
             q, uniq = pq
             piece = jnp.tensordot(c, z(q), axes=([0], [0]))
