@@ -331,8 +331,8 @@ def test_a_nonfinite_row_stays_in_its_row_on_both_paths(name):
 
 
 def test_a_large_embedding_table_is_never_formed_per_sample():
-    "A 20,000 × 8 table: the lookup's norm comes from its T × T id matches (`_lookup_ids` recognises jnp's gather) and agrees with the reference."
-    from dpnotebooks.problems.jax_ghost import _lookup_ids
+    "A 20,000 × 8 table: the lookup's norm comes from its T × T id matches (`lookup_ids` recognises jnp's gather) and agrees with the reference."
+    from dpnotebooks.problems.jax_layers import lookup_ids
     def loss(q, a, t):
         ids = jnp.floor(jnp.abs(a) * 7919).astype(jnp.int32) % 20000
         return logistic(jnp.mean(q["E"][ids], axis=0) @ q["w"], t)
@@ -340,12 +340,12 @@ def test_a_large_embedding_table_is_never_formed_per_sample():
     A, y = batch(B=16)
     plan, _, _ = check(f, x, A, y, 0.3, True)
     u = next(u for u in plan.uses if u.kind == "layer")
-    assert u.eqn.prim.name == "gather" and _lookup_ids(u, [None, jnp.zeros((16, D, 1), jnp.int32)], [None, 0]) is not None
+    assert u.eqn.prim.name == "gather" and lookup_ids("gather", u.eqn.params, u.pos, u.idx.shape, jnp.zeros((16, D, 1), jnp.int32)) is not None
 
 
 def test_a_wide_dense_layer_over_positions_takes_the_gram_norms():
     "7 positions through a 16 × 16 dense layer: T²(k + o) = 1,568 < T·k·o = 1,792 per sample, so its norm comes from two Gram matrices; it agrees with the reference."
-    from dpnotebooks.problems.jax_ghost import _seq_norms
+    from dpnotebooks.problems.jax_layers import positions_norms
     def loss(q, a, t):
         h = jnp.tanh(a[:, None] * q["U"])                                  # (7, 16): a position per feature
         return logistic(jnp.sum(jnp.tanh(h @ q["W"]) @ q["v"]), t)
@@ -353,4 +353,4 @@ def test_a_wide_dense_layer_over_positions_takes_the_gram_norms():
     A, y = batch(B=12)
     for clip in (0.05, 1e6): check(f, x, A, y, clip, True)
     H, G = jnp.ones((2, D, 16)), jnp.ones((2, D, 16))
-    np.testing.assert_allclose(_seq_norms(H, G), np.full(2, D ** 2 * 16 * 16), rtol=1e-12)        # all ones: every entry of HᵀΓ is 7, so ‖HᵀΓ‖² = 7²·256
+    np.testing.assert_allclose(positions_norms(H, G), np.full(2, D ** 2 * 16 * 16), rtol=1e-12)        # all ones: every entry of HᵀΓ is 7, so ‖HᵀΓ‖² = 7²·256

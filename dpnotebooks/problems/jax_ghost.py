@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import jax
 import jax.numpy as jnp
+from .jax_layers import (plain_conv, conv_kernel_grads, lookup_ids, lookup_norms, lookup_sum, dense_over_positions,
+                                            positions_norms, positions_sum)
 
 # %% auto #0
 __all__ = ['GhostPlan', 'bucket_size', 'jax_clipped_sum_fn', 'vmap_clipped_sum_fn']
@@ -284,67 +286,6 @@ def _expand(h, ndim):
 
 def _bcast(mask, v): return jnp.reshape(mask, mask.shape + (1,) * (v.ndim - 1))
 
-# %% ../../nbs/problems/04i_jax_ghost.ipynb #b35dd7c0
-def _plain_conv(u:_Use, axes:list) -> bool:
-    "A convolution whose kernel is P, in the canonical layouts (N C spatial / O I spatial), one feature and batch group, batched input."
-    p = u.eqn.params
-    if u.eqn.prim.name != "conv_general_dilated" or u.pos != 1 or axes[0] != 0: return False
-    dn = p["dimension_numbers"]; canon = tuple(range(len(dn.lhs_spec)))
-    return p["feature_group_count"] == p["batch_group_count"] == 1 and dn.lhs_spec == dn.rhs_spec == dn.out_spec == canon
-
-def _conv_kernel_grads(e:_Eqn, h, g, ks:tuple):
-    "Per-sample kernel gradients Σ_positions patch ⊗ γ (B, O, C, *ks): the input's patches against γ in one batched product."
-    p, B, N, O, C, ks = e.params, h.shape[0], h.shape[1], g.shape[2], h.shape[2], tuple(ks)
-    pt = jax.lax.conv_general_dilated_patches(h.reshape((B * N,) + h.shape[2:]), ks, p["window_strides"], p["padding"],
-                                              p["lhs_dilation"], p["rhs_dilation"], precision=p["precision"])
-    return jnp.einsum("bnkp,bnop->bok", pt.reshape(B, N, pt.shape[1], -1), g.reshape(B, N, O, -1)).reshape((B, O, C) + ks)
-
-# %% ../../nbs/problems/04i_jax_ghost.ipynb #c6c371cd
-def _lookup_ids(u:_Use, ins:list, axes:list):
-    "The table rows (B, T) a lookup P[ids] reads per sample (a gather in jnp's layout on P (V, k)), −1 where dropped; None for another gather."
-    e, p = u.eqn, u.eqn.params
-    if e.prim.name != "gather" or u.pos != 0 or axes[1] != 0 or u.idx.ndim != 2 or np.unique(u.idx).size != u.idx.size: return None
-    dn, idx, (V, k) = p["dimension_numbers"], ins[1], u.idx.shape
-    if (tuple(dn.collapsed_slice_dims), tuple(dn.start_index_map), tuple(dn.operand_batching_dims), tuple(dn.start_indices_batching_dims)) != ((0,), (0,), (), ()):
-        return None
-    if tuple(p["slice_sizes"]) != (1, k) or tuple(dn.offset_dims) != (idx.ndim - 2,) or idx.shape[-1] != 1: return None
-    ids = idx.reshape(idx.shape[0], -1)
-    return jnp.where((ids >= 0) & (ids < V), ids, -1) if "FILL" in str(p["mode"]) else jnp.clip(ids, 0, V - 1)
-
-def _lookup_norms(ids, g):
-    "Σ_{t,t'} [id_t = id_t'] ⟨γ_t, γ_t'⟩ per sample (B,): the squared norm of a lookup table's gradient."
-    G = g.reshape(g.shape[0], ids.shape[1], -1)
-    same = (ids[:, :, None] == ids[:, None, :]) & (ids[:, :, None] >= 0)
-    return jnp.sum(jnp.where(same, jnp.einsum("btk,bsk->bts", G, G), 0), axis=(1, 2))
-
-def _lookup_sum(ids, cg, V:int):
-    "Σ_i c_i ∇_P f_i of a lookup table (V, k): the rows c_i γ_it added into rows ids_it (dropped ones nowhere)."
-    G, r = cg.reshape(-1, cg.shape[-1]), ids.reshape(-1)
-    return jnp.zeros((V, G.shape[1]), G.dtype).at[jnp.where(r >= 0, r, V)].add(G, mode="drop")
-
-# %% ../../nbs/problems/04i_jax_ghost.ipynb #fcbe1632
-def _seq_dense(u:_Use, ins:list, axes:list, g):
-    "(H (B, T, k), Γ (B, T, o), P's contracting axis) of a dense layer over positions: P (k, o) or (o, k) in a dot_general without batch axes; else None."
-    e = u.eqn
-    if e.prim.name != "dot_general" or u.idx.ndim != 2 or len(e.ins) != 2 or axes[1 - u.pos] != 0 or np.unique(u.idx).size != u.idx.size: return None
-    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
-    if lb or rb or len(lc) != 1: return None
-    pc, hc = (lc[0], rc[0]) if u.pos == 0 else (rc[0], lc[0])
-    H = jnp.moveaxis(ins[1 - u.pos], hc + 1, -1)                     # (B, *free, k)
-    G = jnp.moveaxis(g, 1, -1) if u.pos == 0 else g                   # the output's P axis last: (B, *free, o)
-    return H.reshape(H.shape[0], -1, H.shape[-1]), G.reshape(G.shape[0], -1, G.shape[-1]), pc
-
-def _seq_norms(H, G):
-    "‖H_iᵀΓ_i‖² per sample (B,): from the Gram matrices when T² (k + o) < T k o, else formed."
-    (_, T, k), o = H.shape, G.shape[-1]
-    if T * (k + o) < k * o: return jnp.einsum("bts,bts->b", jnp.einsum("btk,bsk->bts", H, H), jnp.einsum("bto,bso->bts", G, G))
-    return _row_sq(jnp.einsum("btk,bto->bko", H, G))
-
-def _seq_sum(H, cG, pc:int):
-    "Σ_i c_i H_iᵀΓ_i in P's layout ((k, o) if P contracts its first axis, else (o, k))."
-    M = jnp.einsum("btk,bto->ko", H, cG)
-    return M if pc == 0 else M.T
-
 # %% ../../nbs/problems/04i_jax_ghost.ipynb #44b18839
 def _compact(u:_Use, q, B:int):
     "(q (B, entries), distinct x indices or None): copies of one entry of x (a broadcast parameter) summed per sample."
@@ -377,11 +318,13 @@ def _layer_grad(u:_Use, g, ins:list, B:int):
     def one(gi, *vals):
         return jax.vjp(lambda P: _bind(e, [P if i == u.pos else v for i, v in enumerate(vals)])[0], vals[u.pos])[1](gi)[0]
     gk, vals = keep(g if u.sign == 1 else -g, 0), [keep(v, ax) for v, ax in zip(ins, axes)]
-    ids = _lookup_ids(u, vals, axes)
-    if ids is not None: return ("lookup", ids, gk), _lookup_norms(ids, gk), ok
-    sd = _seq_dense(u, vals, axes, gk)
-    if sd is not None: return ("seq", *sd), _seq_norms(*sd[:2]), ok
-    q = _conv_kernel_grads(e, vals[0], gk, vals[1].shape[2:]) if _plain_conv(u, axes) else jax.vmap(one, in_axes=(0, *axes))(gk, *vals)
+    name, two = e.prim.name, len(e.ins) == 2 and np.unique(u.idx).size == u.idx.size      # the rules of 04k_jax_layers
+    ids = lookup_ids(name, e.params, u.pos, u.idx.shape, vals[1]) if two and axes[1] == 0 else None
+    if ids is not None: return ("lookup", ids, gk), lookup_norms(ids, gk), ok
+    sd = dense_over_positions(name, e.params, u.pos, u.idx.shape, vals[1 - u.pos], gk) if two and axes[1 - u.pos] == 0 else None
+    if sd is not None: return ("seq", *sd), positions_norms(*sd[:2]), ok
+    conv = plain_conv(name, e.params, u.pos) and axes[0] == 0
+    q = conv_kernel_grads(e.params, vals[0], gk, vals[1].shape[2:]) if conv else jax.vmap(one, in_axes=(0, *axes))(gk, *vals)
     q, uniq = _compact(u, q, B)
     return (q, uniq), _row_sq(q), ok
 
@@ -441,9 +384,9 @@ def _clipped_total(plan:GhostPlan, per:list, G:dict, H, c, ok, safe:bool, p:int,
             piece = jnp.sum(cg[u.tap], axis=0)
             pieces.append((u.idx.ravel(), (piece if u.sign == 1 else -piece).reshape(-1)))
         elif isinstance(pq[0], str) and pq[0] == "lookup":                              # a table lookup: the rows c_i γ_it added into the table
-            pieces.append((u.idx.ravel(), _lookup_sum(pq[1], _bcast(c, pq[2]) * z(pq[2]), u.idx.shape[0]).reshape(-1)))
+            pieces.append((u.idx.ravel(), lookup_sum(pq[1], _bcast(c, pq[2]) * z(pq[2]), u.idx.shape[0]).reshape(-1)))
         elif isinstance(pq[0], str):                                 # a dense layer over positions: one contraction
-            pieces.append((u.idx.ravel(), _seq_sum(z(pq[1]), _bcast(c, pq[2]) * z(pq[2]), pq[3]).reshape(-1)))
+            pieces.append((u.idx.ravel(), positions_sum(z(pq[1]), _bcast(c, pq[2]) * z(pq[2]), pq[3]).reshape(-1)))
         else:
             q, uniq = pq
             piece = jnp.tensordot(c, z(q), axes=([0], [0]))
