@@ -6,7 +6,8 @@ from dpnotebooks.problems.base import get_problem
 from dpnotebooks.problems.dataset import with_data
 from dpnotebooks.privacy.ledger import Ledger, Release, BudgetExceededError
 from dpnotebooks.planning.tuning import (TUNING_ORDERS, selection_epsilon, ledger_rdp, tune, accuracy, tnb_gamma,
-                                tnb_selection_rdp, SelectionLedger)
+                                tnb_selection_rdp, SelectionLedger, plan_tuning, default_grid, tuning_verdict)
+from dpnotebooks.planning.minimize import minimize
 from conftest import untouchable
 
 GRID = {"lr": [0.1, 0.5], "epochs": [2, 4]}
@@ -16,23 +17,23 @@ def _small(): return get_problem("logistic", n=300, d=5, seed=1)
 
 @pytest.mark.parametrize("law", ["truncated-negative-binomial", "geometric", "poisson"])
 def test_tuned_selection_spends_at_most_its_budget(law):
-    r = tune(_small(), "dp-sgd", GRID, 1.0, 1e-5, mean_runs=3, distribution=law, sampling="shuffle", seed=0)
+    r = tune(_small(), "dp-sgd", GRID, 1.0, 1e-5, mean_runs=3, distribution=law, sampling="shuffle", seed=0, when="always")
     assert r.epsilon_spent <= 1.0 and r.epsilon_spent > 0.95
     assert r.nonprivate is None and r.neighbouring == "replace-one"
     assert (r.hyperparameters in r.plan.points) or (law == "poisson" and r.x is None)
 
 def test_seeded_selection_is_reproducible_and_diagnostics_do_not_change_it():
-    a = tune(_small(), "dp-sgd", GRID, 2.0, 1e-5, mean_runs=4, sampling="shuffle", seed=7)
-    b = tune(_small(), "dp-sgd", GRID, 2.0, 1e-5, mean_runs=4, sampling="shuffle", seed=7, diagnostics="nonprivate")
+    a = tune(_small(), "dp-sgd", GRID, 2.0, 1e-5, mean_runs=4, sampling="shuffle", seed=7, when="always")
+    b = tune(_small(), "dp-sgd", GRID, 2.0, 1e-5, mean_runs=4, sampling="shuffle", seed=7, diagnostics="nonprivate", when="always")
     assert np.array_equal(a.x, b.x) and a.hyperparameters == b.hyperparameters and a.score == b.score
     assert b.nonprivate["K"] == len(b.nonprivate["runs"]) >= 1
 
 def test_impossible_budget_is_refused_before_reading_data():
     p = untouchable(_small())
     with pytest.raises(BudgetExceededError, match="no data was read"):
-        tune(p, "dp-sgd", GRID, 0.01, 1e-5, mean_runs=10, sampling="shuffle", seed=0)
+        tune(p, "dp-sgd", GRID, 0.01, 1e-5, mean_runs=10, sampling="shuffle", seed=0, when="always")
     with pytest.raises(ValueError, match="Unknown override"):
-        tune(p, "dp-sgd", {"learning_rate": [1.0]}, 1.0, 1e-5, sampling="shuffle", seed=0)
+        tune(p, "dp-sgd", {"learning_rate": [1.0]}, 1.0, 1e-5, sampling="shuffle", seed=0, when="always")
 
 @pytest.mark.parametrize("kw, msg", [(dict(distribution="uniform"), "`distribution` must be one of"), (dict(mean_runs=1.0), "mean_runs"),
                                      (dict(validation_fraction=1.0), "validation_fraction"), (dict(score="auc"), "'accuracy' or 'loss'"),
@@ -78,7 +79,7 @@ def test_breast_cancer_tuned_dpsgd_at_total_epsilon_one():
     train, test = with_data(bc, bc.data[np.sort(perm[:cut])]), bc.data[np.sort(perm[cut:])]
     accs = []
     for seed in range(3):
-        r = tune(train, "dp-sgd", {"lr": [0.5, 2.0, 8.0], "epochs": [5, 20]}, 1.0, 1e-5, mean_runs=3, sampling="poisson", seed=seed)
+        r = tune(train, "dp-sgd", {"lr": [0.5, 2.0, 8.0], "epochs": [5, 20]}, 1.0, 1e-5, mean_runs=3, sampling="poisson", seed=seed, when="always")
         assert r.epsilon_spent <= 1.0
         accs.append(accuracy(bc, r.x, test))
     assert np.mean(accs) >= 0.85, accs
@@ -106,3 +107,13 @@ def test_tune_dry_run_says_whether_tuning_pays(tmp_path, capsys):
     assert "epsilon_0 = " in said and "cost more than it gains" in said and not out.exists()
     rs = np.random.default_rng(0); np.savetxt(tmp_path / "big.csv", np.c_[rs.normal(size=(20000, 3)), rs.integers(0, 2, 20000)], delimiter=",")
     assert main(args + ["--data", str(tmp_path / "big.csv")]) == 0 and "tuning can pay" in capsys.readouterr().out
+
+def test_where_tuning_would_not_pay_the_defaults_run_with_the_whole_budget_and_no_record_decides_it():
+    "34_private_tuning: the verdict reads the plan only; its fallback is `minimize`'s run bit for bit, at the same seed."
+    p = _small()
+    u = tune(p, "dp-sgd", None, 1.0, 1e-5, seed=3)
+    m = minimize(p, "dp-sgd", 1.0, 1e-5, seed=3)
+    assert (u.tuned, u.verdict.pays, u.hyperparameters, u.score) == (False, False, {}, None)
+    assert np.array_equal(u.x, m.x) and u.epsilon_spent == m.epsilon_spent
+    tp = plan_tuning(untouchable(p), "dp-sgd", default_grid(untouchable(p), "dp-sgd", 1.0, 1e-5), 1.0, 1e-5)
+    assert tuning_verdict(untouchable(p), tp) == u.verdict

@@ -17,15 +17,14 @@ from ..algorithms.deep_mlp import make_mlp
 from ..problems.data import code_labels, train_test_split, public_scaler
 from ..planning.minimize import minimize
 from ..engine.registry import InsufficientDataError
-from ..planning.tuning import tune, accuracy
+from ..planning.tuning import tune, accuracy, DEFAULT_MEAN_RUNS
 from .sample_complexity import experiment_executor, RunStore
 
 # %% auto #0
 __all__ = ['WINE_MEAN', 'WINE_SD', 'UTILITY_DATASETS', 'MORE_DATASETS', 'ALL_DATASETS', 'UTILITY_CLASSES', 'TABULAR_CATEGORIES',
-           'UTILITY_EPSILONS', 'UTILITY_ALGORITHMS', 'TUNING_GRID', 'MODELS', 'REFERENCE', 'REFERENCE_GRID',
-           'tabular_data', 'UtilityTask', 'utility_task', 'mlp_problem', 'utility_problem', 'reference_methods',
-           'reference_config', 'score_utility_run', 'nonprivate_reference', 'utility_experiment', 'format_utility',
-           'plot_utility']
+           'UTILITY_EPSILONS', 'UTILITY_ALGORITHMS', 'MODELS', 'REFERENCE', 'REFERENCE_GRID', 'tabular_data',
+           'UtilityTask', 'utility_task', 'mlp_problem', 'utility_problem', 'reference_methods', 'reference_config',
+           'score_utility_run', 'nonprivate_reference', 'utility_experiment', 'format_utility', 'plot_utility']
 
 # %% ../../nbs/experiments/63_utility.ipynb #f8bac7ef
 # Wine's per-feature mean and SD as printed in the dataset's documentation ("Summary Statistics" of the UCI wine data,
@@ -89,7 +88,6 @@ def utility_task(name:str, # a key of `UTILITY_DATASETS`
 UTILITY_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 UTILITY_ALGORITHMS = ("dp-sgd", "abggmu-spider", "abggmu-tree-spider", "abggmu-convex", "abggmu-glm",
                       "klt-first-order", "klt-single-pass", "ztc", "ztc-naive")
-TUNING_GRID = {"C": [0.03, 0.1, 0.3], "epochs": [10, 30]}   # DP-SGD's clip (the default step follows: η ∝ 1/C) × passes
 MODELS = ("logistic", "mlp")
 REFERENCE = dict(C=1.0, lr=0.1, batch_size=64, epochs=10, sampling="poisson")   # Opacus' MNIST example: max_grad_norm 1, lr 0.1, batch 64, 10 epochs
 REFERENCE_GRID = {"lr": [0.1, 0.5, 2.0], "C": [0.1, 1.0], "epochs": [10, 30]}      # the reference's configurations, best picked on the test split
@@ -123,7 +121,7 @@ def _settings(method:str, problem) -> dict:
 
 def score_utility_run(dataset:str, model:str, method:str, # task, 'logistic'|'mlp', an algorithm or 'dp-sgd-tuned'
                       epsilon:float, delta:float, seed:int, # the (total) budget and the run's noise seed
-                      split_seed:int=0, grid:dict|None=None, mean_runs:float=3.0, # the split; the tuned method's grid and E[K]
+                      split_seed:int=0, grid:dict|None=None, mean_runs:float=DEFAULT_MEAN_RUNS, # the split; the tuned method's grid (None: `tune`'s default) and E[K]
                      ) -> dict|None: # None if the recipe refused n
     "One seeded private run, scored by its accuracy on the held-out split (NOT private: evaluation)."
     task, prob = utility_task(dataset, split_seed), utility_problem(dataset, model, split_seed)
@@ -132,7 +130,7 @@ def score_utility_run(dataset:str, model:str, method:str, # task, 'logistic'|'ml
         warnings.simplefilter("ignore")
         try:
             if method == "dp-sgd-tuned":
-                r = tune(prob, "dp-sgd", dict(grid or TUNING_GRID), epsilon, delta, mean_runs=mean_runs, seed=seed)
+                r = tune(prob, "dp-sgd", None if grid is None else dict(grid), epsilon, delta, mean_runs=mean_runs, seed=seed)
                 x, hyper = r.x, {k: (float(v) if isinstance(v, float) else int(v)) for k, v in r.hyperparameters.items()}
             elif method.startswith("reference"):
                 r = minimize(prob, "dp-sgd", epsilon=epsilon, delta=delta, seed=seed, **reference_config(method)); x, hyper = r.x, None
@@ -175,7 +173,7 @@ def _mean_se(v):
 def _utility_runs(jobs_list, delta, split_seed, grid, mean_runs, jobs, scheduler, cache_path, progress) -> tuple:
     "({(dataset, model, method, ε, seed): its record}, runs resumed from `cache_path`)."
     from tqdm.auto import tqdm
-    store, gkey = RunStore(cache_path), tuple((k, tuple(v)) for k, v in grid.items())
+    store, gkey = RunStore(cache_path), (("default grid", "when pays"),) if grid is None else tuple((k, tuple(v)) for k, v in grid.items())
     key = lambda ds, m, a, e, s: ("utility", ds, m, a, float(e), float(delta), int(s), int(split_seed), gkey if a == "dp-sgd-tuned" else (), float(mean_runs))
     todo = [j for j in jobs_list if key(*j) not in store]
     with experiment_executor(jobs, scheduler) as ex, tqdm(total=len(todo), desc="utility", disable=not progress) as bar:
@@ -234,12 +232,12 @@ def utility_experiment(datasets=tuple(UTILITY_DATASETS), # keys of `UTILITY_DATA
                        mlp:bool=True, # also DP-SGD on the MLP d-32-1
                        tuned:bool=True, # also `dp-sgd-tuned` on `logistic`
                        reference:bool=False, # also DP-SGD's reference configuration (`REFERENCE`) and its grid, on each model
-                       grid:dict|None=None, mean_runs:float=3.0, # the tuned series' grid (default `TUNING_GRID`) and E[K]
+                       grid:dict|None=None, mean_runs:float=DEFAULT_MEAN_RUNS, # the tuned series' grid (None: `tune`'s default grid and verdict) and E[K]
                        split_seed:int=0, # public seed of the 70/30 split
                        jobs:int=1, scheduler:str|None=None, cache_path=None, progress:bool=True, # as for the other experiments
                       ) -> dict:
     "Held-out accuracy against ε for each (dataset, model, method), with the non-private reference and the issue's targets."
-    datasets, epsilons, algorithms, grid = list(datasets), [float(e) for e in epsilons], list(algorithms), dict(grid or TUNING_GRID)
+    datasets, epsilons, algorithms, grid = list(datasets), [float(e) for e in epsilons], list(algorithms), None if grid is None else dict(grid)
     _check_utility(datasets, epsilons, algorithms, seeds, delta)
     series, seed_list = _series(algorithms, mlp, tuned, reference), list(range(int(base_seed), int(base_seed) + int(seeds)))
     jobs_list = [(ds, m, a, e, s) for ds in datasets for m, a in series for e in epsilons for s in seed_list]
@@ -249,7 +247,7 @@ def utility_experiment(datasets=tuple(UTILITY_DATASETS), # keys of `UTILITY_DATA
                      p=utility_task(ds, split_seed).train.p, reference=nonprivate_reference(ds, split_seed)) for ds in datasets}
     best = [dict(dataset=ds, epsilon=e, series=b["series"], accuracy=b["accuracy"]) for ds in datasets for e in epsilons if (b := _best(points, ds, e))]
     return dict(config=dict(datasets=datasets, epsilons=epsilons, delta=float(delta), algorithms=algorithms, series=[series_label(*s) for s in series],
-                            seeds=int(seeds), base_seed=int(base_seed), split_seed=int(split_seed), test_fraction=0.3, tuning_grid=grid,
+                            seeds=int(seeds), base_seed=int(base_seed), split_seed=int(split_seed), test_fraction=0.3, tuning_grid=grid or "tune's default grid around the defaults, selecting only where the verdict says it pays",
                             mean_runs=float(mean_runs), reference="sklearn LogisticRegression (defaults), same split; NOT private",
                             evaluation="held-out test split: NOT private"),
                 datasets=info, points=points, best=best, targets=_targets(points, epsilons), resumed_runs=resumed,

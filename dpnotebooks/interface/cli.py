@@ -19,7 +19,7 @@ from ..engine.faults import RunStopped
 from ..engine.checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 from ..planning.catalog import ALGORITHMS as REGISTRY, algorithm_knobs, list_algorithms
 from ..planning.request import RunRequest, run_request, dry_run, parse_categorical
-from ..planning.tune_request import run_tune, tune_dry_run, DISTRIBUTIONS, SCORES
+from ..planning.tune_request import run_tune, tune_dry_run, DISTRIBUTIONS, SCORES, DEFAULT_MEAN_RUNS
 from ..algorithms.dpsgd import MLP
 from ..experiments.demo import DEMO, run_demo, format_demo, plot_demo
 from ..audits.table import AUDITS
@@ -148,9 +148,9 @@ def cmd_audit(args) -> int:
     return 1 if res.violated else 0
 
 # %% ../../nbs/interface/50_cli.ipynb #1ab31506
-def _grid(specs) -> dict:
-    "`--grid KEY=V1,V2,...` (repeatable) as {KEY: [values]}, each value read as JSON where it parses."
-    if not specs: raise ValueError("`dpnb tune` needs at least one --grid KEY=V1,V2 (e.g. --grid lr=0.5,2 --grid epochs=5,20).")
+def _grid(specs) -> dict|None:
+    "`--grid KEY=V1,V2,...` (repeatable) as {KEY: [values]}, each value read as JSON where it parses; None without any (the default grid)."
+    if not specs: return None
     grid = {}
     for spec in specs:
         key, eq, vals = spec.partition("=")
@@ -164,12 +164,13 @@ def cmd_tune(args) -> int:
     named = ("epsilon", "delta", "seed", "data", "test", "test_fraction", "split_seed", "scale", "scale_with", "classes", "nonprivate_diagnostics", "hidden", "target")
     req = RunRequest(args.algorithm, args.problem, **{k: getattr(args, k) for k in named}, overrides=_parse_overrides(args.set),
                      intercept=not args.no_intercept, categorical=parse_categorical(args.categorical))
-    how = (_grid(args.grid), args.mean_runs, args.distribution, args.validation_fraction, args.score)
+    how = (_grid(args.grid), args.mean_runs, args.distribution, args.validation_fraction, args.score, "always" if args.tune_anyway else "pays")
     if args.dry_run: print(tune_dry_run(req, *how)); return 0
     r = run_tune(req, *how)
-    ev = r.get("evaluation", {})
-    print(f"dpnb tune {r['algorithm']} on {r['problem']}: chose {r['hyperparameters']} (noisy validation {r['score']['kind']} "
-          f"{r['score']['noisy_value']}); epsilon spent {r['privacy']['epsilon_spent']:.4g} of {r['privacy']['epsilon']:g} at delta "
+    ev, sel = r.get("evaluation", {}), r["privacy"]["selection"]
+    what = (f"chose {r['hyperparameters']} (noisy validation {r['score']['kind']} {r['score']['noisy_value']})" if sel["tuned"] else
+            f"did not select ({sel['verdict']}): ran the defaults with the whole epsilon, as `dpnb run` does (--tune-anyway selects all the same)")
+    print(f"dpnb tune {r['algorithm']} on {r['problem']}: {what}; epsilon spent {r['privacy']['epsilon_spent']:.4g} of {r['privacy']['epsilon']:g} at delta "
           f"{r['privacy']['delta']:g} ({r['privacy']['neighbouring']}, tuning included)" + (f"; held-out accuracy {ev['accuracy_out']:.4f} (not private)" if ev else ""))
     if args.out: Path(args.out).write_text(json.dumps(r, indent=1))
     return 0
@@ -181,11 +182,12 @@ def _add_tune(sub):
     t.add_argument("algorithm", choices=[a for a in REGISTRY if REGISTRY[a].private], help="a private algorithm")
     _add_run_data(t)
     t.add_argument("--test", default=None, metavar="FILE", help="held-out .npz/.csv to evaluate the chosen point on")
-    t.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="a knob and its candidate values (repeatable; see `dpnb run ALGORITHM --help`)")
+    t.add_argument("--grid", action="append", metavar="KEY=V1,V2", help="a knob and its candidate values (repeatable; see `dpnb run ALGORITHM --help`); dp-sgd without any: C and 3C, e and 2e epochs around its defaults")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="a knob fixed for every run (repeatable)")
     t.add_argument("--epsilon", type=float, required=True, help="total epsilon of the whole selection")
     t.add_argument("--delta", type=float, required=True, help="total delta")
-    t.add_argument("--mean-runs", type=float, default=10.0, help="expected number of runs E[K] (default 10)")
+    t.add_argument("--mean-runs", type=float, default=DEFAULT_MEAN_RUNS, help=f"expected number of runs E[K] (default {DEFAULT_MEAN_RUNS:g})")
+    t.add_argument("--tune-anyway", action="store_true", help="select even where the dry run's verdict says tuning costs more than it gains (by default the defaults run instead)")
     t.add_argument("--distribution", choices=list(DISTRIBUTIONS), default="truncated-negative-binomial", help="law of the number of runs K")
     t.add_argument("--validation-fraction", type=float, default=0.2, help="share of the training data held out (privately) to score runs (default 0.2)")
     t.add_argument("--score", choices=list(SCORES), default="accuracy", help="validation score (default accuracy)")

@@ -6,76 +6,61 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/planning/tune_request.html.md"""
 
 # %% ../../nbs/planning/36a_tune_request.ipynb #26c3a971
 from __future__ import annotations
-import math
 from dataclasses import replace
 import numpy as np
 from ..core.backend import get_backend, to_numpy
 from ..privacy.ledger import EVENT_FIELDS
 from ..privacy.accounting import NEIGHBOURING
-from .minimize import check_request, plan_run
+from .minimize import check_request
 from .cost import shaped
-from .tuning import tune, accuracy, plan_tuning, DISTRIBUTIONS, SCORES  # noqa: F401 (the last two: `dpnb tune`'s choices)
+from .tuning import (tune, accuracy, plan_tuning, default_grid, tuning_verdict, DEFAULT_MEAN_RUNS,  # noqa: F401 (the last three:
+                                        DISTRIBUTIONS, SCORES, WHEN)                                                      # `dpnb tune`'s choices)
 from .request import RunRequest, run_inputs, jsonable, shape_problem, ADD_REMOVE_NOTE
 
 # %% auto #0
-__all__ = ['TUNING_NOISE_LIMIT', 'SCORE_NOISE_LIMIT', 'run_tune', 'noise_to_clip', 'tune_dry_run']
+__all__ = ['run_tune', 'tune_dry_run']
 
 # %% ../../nbs/planning/36a_tune_request.ipynb #d9bd483f
 def run_tune(req:RunRequest, # the data, the budget, the seed and the fixed overrides (alpha, beta and n are not used)
-             grid:dict, # {hyperparameter: [values]}
-             mean_runs:float=10.0, distribution:str="truncated-negative-binomial", validation_fraction:float=0.2, score:str="accuracy",
+             grid:dict|None, # {hyperparameter: [values]}; None: `default_grid` (dp-sgd)
+             mean_runs:float=DEFAULT_MEAN_RUNS, distribution:str="truncated-negative-binomial", validation_fraction:float=0.2, score:str="accuracy",
+             when:str="pays", # 'pays': select only where `tuning_verdict` says it can pay, else run the defaults; 'always'
             ) -> dict:
     "`tune` on the request's data, as a JSON record: the released point, hyperparameters and noisy score, the selection's price, held-out scores."
     algorithm, problem, data, epsilon, delta, seed = req.algorithm, req.problem, req.data, req.epsilon, req.delta, req.seed
     if req.scale == "private": raise ValueError("`dpnb tune` takes --scale none or public: a private scaling would need its own share of the budget (use `dpnb run`).")
     if data in (None, "synthetic"): raise ValueError("`dpnb tune` selects on your data: give --data (breast-cancer, digits or a file) and --test or --test-fraction.")
     with np.errstate(all="ignore"): p, held, what, block, _, _ = run_inputs(replace(req, accountant="rdp", data_seed=0, n=None, d=None))
+    grid = default_grid(p, algorithm, epsilon, delta, **req.overrides) if grid is None else grid
     res = tune(p, algorithm, grid, epsilon, delta, mean_runs=mean_runs, distribution=distribution, validation_fraction=validation_fraction,
-               score=score, seed=seed, diagnostics="nonprivate" if req.nonprivate_diagnostics else None, **req.overrides)
+               score=score, seed=seed, diagnostics="nonprivate" if req.nonprivate_diagnostics else None, when=when, **req.overrides)
     r = dict(command="tune", algorithm=algorithm, problem=problem, data=block, grid=grid, seed=seed, seeded=res.seeded, backend=get_backend(),
-             hyperparameters=res.hyperparameters, score=dict(kind=score, noisy_value=res.score, note="the winner's noisy validation score: released"),
+             hyperparameters=res.hyperparameters, score=dict(kind=score, noisy_value=res.score, note="the winner's noisy validation score: released" if res.tuned else "none: nothing was selected"),
              privacy=dict(private=True, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
                           epsilon_spent=res.epsilon_spent, epsilon_add_remove=res.ledger.spent_add_remove(res.delta), add_remove_note=ADD_REMOVE_NOTE,
-                          selection=dict(distribution=distribution, mean_runs=mean_runs), events=res.ledger.to_dicts(), event_fields=EVENT_FIELDS),
+                          selection=dict(distribution=distribution, mean_runs=mean_runs, tuned=res.tuned, verdict=res.verdict.reason, pays=res.verdict.pays), events=res.ledger.to_dicts(), event_fields=EVENT_FIELDS),
              x_out=None if res.x is None else to_numpy(res.x))
     if held is not None and res.x is not None:
         r["evaluation"] = dict(data=what, n=len(held.data), accuracy_out=accuracy(p, res.x, held.data), note="held-out data are not private")
     if req.nonprivate_diagnostics: r["nonprivate"] = dict(res.nonprivate, note="NOT private: K and every run's noisy score")
     return jsonable(r)
 
-# %% ../../nbs/planning/36a_tune_request.ipynb #64a53659
-TUNING_NOISE_LIMIT = 0.3   # DP-SGD's noise-to-clip ratio √d·σ/(B·C) above which a tuned candidate measurably lost to the untuned defaults
-SCORE_NOISE_LIMIT = 0.02   # a validation accuracy noisier than this (sd) cannot tell apart grid points a few points apart
-
-def noise_to_clip(plan) -> float|None:
-    "DP-SGD's √d·σ̄/C, σ̄ the noise std per coordinate of a step's batch mean (Poisson: σ/B; shuffle: σ), or None for another algorithm."
-    P = plan.params
-    if not all(hasattr(P, k) for k in ("sigma", "batch", "C", "sampling")): return None
-    return math.sqrt(plan.d) * (P.sigma / P.batch if P.sampling == "poisson" else P.sigma) / P.C
-
-def _tuning_verdict(r0:float|None, sd:float, score:str) -> str:
-    if r0 is not None and r0 > TUNING_NOISE_LIMIT:
-        return (f"verdict: tuning is expected to cost more than it gains here: each candidate's noise-to-clip ratio {r0:.2f} is above "
-                f"{TUNING_NOISE_LIMIT:g}, where tuned runs lost to the defaults. Run the defaults (`dpnb run`), or tune with more data or a larger epsilon.")
-    if score == "accuracy" and sd > SCORE_NOISE_LIMIT:
-        return (f"verdict: the noisy validation accuracy (sd {sd:.3f}) cannot tell apart grid points closer than about {2 * sd:.2f}: "
-                "tuning is unlikely to pay unless the grid's accuracies differ by more. Run the defaults, or use more data.")
-    return "verdict: each candidate runs with little noise here: tuning can pay if the grid holds a better point than the defaults."
-
 # %% ../../nbs/planning/36a_tune_request.ipynb #ad9d5b41
-def tune_dry_run(req:RunRequest, grid:dict, mean_runs:float=10.0, distribution:str="truncated-negative-binomial",
-                 validation_fraction:float=0.2, score:str="accuracy") -> str:
+def tune_dry_run(req:RunRequest, grid:dict|None, mean_runs:float=DEFAULT_MEAN_RUNS, distribution:str="truncated-negative-binomial",
+                 validation_fraction:float=0.2, score:str="accuracy", when:str="pays") -> str:
     "The selection's price beside the untuned run's, and whether tuning is expected to pay: what `dpnb tune --dry-run` prints (no record is read)."
     algorithm, epsilon, delta = req.algorithm, req.epsilon, req.delta
     check_request(algorithm, epsilon, delta, None, None, **req.overrides)
     p = shape_problem(replace(req, n=None, d=None))
     if req.test_fraction is not None: p = shaped(p, len(p.data) - int(round(len(p.data) * req.test_fraction)))   # the training side of the split
+    grid = default_grid(p, algorithm, epsilon, delta, **req.overrides) if grid is None else grid
     tp = plan_tuning(p, algorithm, grid, epsilon, delta, mean_runs, distribution, validation_fraction=validation_fraction, score=score, **req.overrides)
-    base = plan_run(p, algorithm, epsilon, delta, accountant="rdp", **req.overrides)
-    cand = plan_run(shaped(p, tp.n_train), algorithm, tp.epsilon_run, delta, accountant="rdp", **req.overrides)
-    r, r0 = noise_to_clip(base), noise_to_clip(cand)
-    ratio = "" if r is None else f"; noise-to-clip ratio {r:.3f} untuned, {r0:.3f} per candidate (its defaults)"
-    return "\n".join([f"dpnb tune {algorithm} --dry-run: {len(tp.points)} grid point(s), E[K] = {mean_runs:g} runs ({distribution}), n = {len(p.data)}, d = {p.dim}",
+    v = tuning_verdict(p, tp)
+    ratio = "" if v.ratio is None else f"; noise-to-clip ratio {v.ratio:.3f} untuned, {v.ratio_run:.3f} per candidate (its defaults)"
+    then = ("`dpnb tune` selects on this grid" if v.pays or when == "always" else
+            "`dpnb tune` will not select: it runs the defaults with the whole epsilon, as `dpnb run` does (--tune-anyway selects all the same)")
+    return "\n".join([f"dpnb tune {algorithm} --dry-run: {len(tp.points)} grid point(s) {grid}, E[K] = {mean_runs:g} runs ({distribution}), n = {len(p.data)}, d = {p.dim}",
                       f"selection: epsilon {tp.ledger.spent(delta):.4g} of {epsilon:g} at delta {delta:g} ({NEIGHBOURING}); each run epsilon_0 = {tp.epsilon_run:.4g} "
                       f"on {tp.n_train} records, scored on {tp.n_val} with noise sd {tp.sigma_score:.4g}",
-                      f"untuned (`dpnb run`): epsilon {epsilon:g} on {len(p.data)} records{ratio}", _tuning_verdict(r0, tp.sigma_score, score)])
+                      f"untuned (`dpnb run`): epsilon {epsilon:g} on {len(p.data)} records{ratio}",
+                      f"verdict: tuning {'can pay' if v.pays else 'is expected to cost more than it gains'} here: {v.reason}.", f"then: {then}."])

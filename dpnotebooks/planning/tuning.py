@@ -20,10 +20,11 @@ from .catalog import get_algorithm
 from ..problems.base import capabilities
 
 # %% auto #0
-__all__ = ['DISTRIBUTIONS', 'TUNING_ORDERS', 'SCORES', 'tnb_mean', 'tnb_gamma', 'tnb_pmf', 'draw_runs', 'release_rdp',
-           'release_rdp_add_remove', 'ledger_rdp', 'tnb_selection_rdp', 'poisson_selection_rdp', 'selection_rdp',
-           'selection_epsilon', 'accuracy', 'clipped_loss', 'score_sensitivity', 'validation_score', 'SelectionLedger',
-           'grid_points', 'TuningPlan', 'plan_tuning', 'TuneResult', 'tune']
+__all__ = ['DISTRIBUTIONS', 'DEFAULT_MEAN_RUNS', 'TUNING_ORDERS', 'SCORES', 'TUNING_NOISE_LIMIT', 'SCORE_NOISE_LIMIT', 'WHEN',
+           'tnb_mean', 'tnb_gamma', 'tnb_pmf', 'draw_runs', 'release_rdp', 'release_rdp_add_remove', 'ledger_rdp',
+           'tnb_selection_rdp', 'poisson_selection_rdp', 'selection_rdp', 'selection_epsilon', 'accuracy',
+           'clipped_loss', 'score_sensitivity', 'validation_score', 'SelectionLedger', 'grid_points', 'TuningPlan',
+           'plan_tuning', 'noise_to_clip', 'Verdict', 'tuning_verdict', 'default_grid', 'TuneResult', 'tune']
 
 # %% ../../nbs/planning/34_private_tuning.ipynb #4cf730e0
 def tnb_mean(eta:float, # η > -1 of the truncated negative binomial D_{η,γ}
@@ -43,6 +44,7 @@ def tnb_gamma(mean:float, # E[K] > 1
 
 # %% ../../nbs/planning/34_private_tuning.ipynb #d3e3ff20
 DISTRIBUTIONS = ("truncated-negative-binomial", "geometric", "poisson")
+DEFAULT_MEAN_RUNS = 3.0   # E[K] of `tune`'s default law (truncated negative binomial, η = 0: the logarithmic law)
 
 def tnb_pmf(k, eta:float, gamma:float) -> np.ndarray:
     "Pr[K = k] for K ~ D_{η,γ} (PS22 §3), k ≥ 1 (array-valued)."
@@ -268,7 +270,7 @@ def plan_tuning(problem, # a `Problem` (only its size, dimension and constants a
                 algorithm:str, # a private algorithm from `list_algorithms()`
                 grid:dict, # {override: [values]}: recipe constants or record fields, as for `minimize`
                 epsilon:float, delta:float, # the whole selection's target
-                mean_runs:float=10.0, # E[K]
+                mean_runs:float=DEFAULT_MEAN_RUNS, # E[K]
                 distribution:str="truncated-negative-binomial", # K's law: 'truncated-negative-binomial', 'geometric' (η = 1), 'poisson'
                 eta:float=0.0, # η > -1 of the truncated negative binomial (0: logarithmic law)
                 validation_fraction:float=0.2, # share of the records held out for the noisy score
@@ -288,13 +290,56 @@ def plan_tuning(problem, # a `Problem` (only its size, dimension and constants a
     return TuningPlan(algorithm, tuple(points), e0, float(delta), memo[e0].score.sigma, n_train, n_val, score, float(loss_bound),
                       memo[e0], float(epsilon), dict(fixed), alpha)
 
+# %% ../../nbs/planning/34_private_tuning.ipynb #b797298c
+TUNING_NOISE_LIMIT = 0.3   # DP-SGD's noise-to-clip ratio √d·σ̄/C per candidate above which tuned runs lost to the untuned defaults (63_utility)
+SCORE_NOISE_LIMIT = 0.02   # a validation accuracy noisier than this (sd) cannot tell apart grid points a few points apart
+WHEN = ("pays", "always")  # `tune`: select where the verdict says it can pay (else run the defaults), or always
+
+def noise_to_clip(plan) -> float|None:
+    "DP-SGD's √d·σ̄/C, σ̄ the noise std per coordinate of a step's batch mean (Poisson: σ/B; shuffle: σ), or None for another algorithm."
+    P = plan.params
+    if not all(hasattr(P, k) for k in ("sigma", "batch", "C", "sampling")): return None
+    return math.sqrt(plan.d) * (P.sigma / P.batch if P.sampling == "poisson" else P.sigma) / P.C
+
+# %% ../../nbs/planning/34_private_tuning.ipynb #a02f0118
+class Verdict(NamedTuple):
+    "Whether a selection is expected to pay at this n, d and ε: from public quantities only, no record read."
+    pays: bool              # False: `tune(when='pays')` runs the defaults with the whole budget instead
+    reason: str             # one sentence, printed by `dpnb tune` and its dry run
+    ratio: float|None       # noise-to-clip ratio of the untuned run (DP-SGD), else None
+    ratio_run: float|None   # the same for one candidate: its defaults at ε₀ on the training split
+
+def tuning_verdict(problem, tp:TuningPlan) -> Verdict:
+    "The verdict on a plan: a candidate's noise-to-clip ratio against `TUNING_NOISE_LIMIT`, the score's noise against `SCORE_NOISE_LIMIT`."
+    from dpnotebooks.planning.minimize import plan_run
+    plan = lambda n, e: plan_run(with_data(problem, _Shape(n, problem.data.p)), tp.algorithm, e, tp.delta, alpha=tp.alpha, accountant="rdp", **tp.fixed)
+    r, r0 = noise_to_clip(plan(tp.n_train + tp.n_val, tp.epsilon)), noise_to_clip(plan(tp.n_train, tp.epsilon_run))
+    if r0 is not None and r0 > TUNING_NOISE_LIMIT:
+        return Verdict(False, f"each candidate's noise-to-clip ratio {r0:.2f} is above {TUNING_NOISE_LIMIT:g}, where tuned runs lost to the defaults", r, r0)
+    if tp.score == "accuracy" and tp.sigma_score > SCORE_NOISE_LIMIT:
+        return Verdict(False, f"the noisy validation accuracy (sd {tp.sigma_score:.3f}) cannot tell apart grid points closer than about {2 * tp.sigma_score:.2f}", r, r0)
+    return Verdict(True, "each candidate runs with little noise and the score tells them apart: tuning can pay if the grid holds a better point than the defaults", r, r0)
+
+# %% ../../nbs/planning/34_private_tuning.ipynb #c6e6b510
+def default_grid(problem, algorithm:str, epsilon:float, delta:float, alpha:float|None=None, **fixed) -> dict:
+    "The grid `tune` searches when given none (DP-SGD): the defaults' clip C₀ and passes e₀ at (ε, δ), 3C₀ and 2e₀ (a plan: no record read)."
+    if algorithm != "dp-sgd":
+        raise ValueError(f"`tune` has a default grid for dp-sgd only: give {algorithm} a grid of its knobs, e.g. grid={{'lr': [0.5, 2]}} (`dpnb tune --grid lr=0.5,2`).")
+    from dpnotebooks.planning.minimize import plan_run
+    n = len(problem.data)
+    P = plan_run(with_data(problem, _Shape(n, problem.data.p)), algorithm, epsilon, delta, alpha=alpha, accountant="rdp", **fixed).params
+    e0 = max(1, P.T // max(1, n // P.batch))
+    grid = {k: v for k, v in (("C", [P.C, float(f"{3 * P.C:.6g}")]), ("epochs", [e0, 2 * e0])) if k not in fixed}
+    if not grid: raise ValueError("The default grid's knobs, C and epochs, are both fixed: give a grid of other knobs, or leave one free.")
+    return grid
+
 # %% ../../nbs/planning/34_private_tuning.ipynb #a8ca4b69
 class TuneResult(NamedTuple):
     "A private selection's output: the chosen point and hyperparameters, its noisy score, and the whole selection's report."
     x: np.ndarray|None          # the chosen run's point (None if K = 0 under the Poisson law: nothing ran, the output is ⊥)
     hyperparameters: dict|None  # the chosen grid point (part of the private output)
     score: float|None           # its noisy validation score (part of the private output)
-    ledger: SelectionLedger     # what the selection costs (PS22), replace-one
+    ledger: SelectionLedger|Ledger  # what the selection costs (PS22), replace-one; the untuned run's ledger if `tuned` is False
     epsilon: float              # target ε of the whole selection
     delta: float                # target δ
     plan: TuningPlan            # per-run budget, grid, split sizes: public, fixed before any data was read
@@ -302,10 +347,12 @@ class TuneResult(NamedTuple):
     seed: int|None = None       # the user's seed, if any
     accountant: str = "rdp"     # the selection's ε comes from RDP (PS22), converted at δ
     nonprivate: dict|None = None  # NOT private: K and every run's grid point and noisy score; only when asked for by name
+    tuned: bool = True          # False: the verdict said tuning would not pay, and the defaults ran with the whole budget
+    verdict: Verdict|None = None  # the public verdict on the plan (`tuning_verdict`)
 
-TuneResult.epsilon_spent = property(lambda self: self.ledger.spent(self.delta))
+TuneResult.epsilon_spent = property(lambda self: self.ledger.spent(self.delta, self.accountant))
 TuneResult.neighbouring = property(lambda self: NEIGHBOURING)
-TuneResult.__repr__ = lambda self: (f"TuneResult({self.plan.algorithm}: {self.hyperparameters}, noisy score {self.score if self.score is None else round(self.score, 4)}, "
+TuneResult.__repr__ = lambda self: (f"TuneResult({self.plan.algorithm}: " + ("" if self.tuned else "not tuned, the defaults; ") + f"{self.hyperparameters}, noisy score {self.score if self.score is None else round(self.score, 4)}, "
                                     f"epsilon spent {self.epsilon_spent:.4g} / {self.epsilon:g} at delta {self.delta:g}, {NEIGHBOURING}, "
                                     f"{'seed ' + str(self.seed) if self.seeded else 'OS entropy'})")
 
@@ -328,20 +375,31 @@ def _one_run(train, val, tp, h, rng, j):
     noise = float(to_numpy(rng.child(5, j).normal(1, scale=tp.sigma_score, dtype=np.float64))[0])
     return validation_score(train, res.x, val, tp.score, tp.loss_bound) + noise, res.x
 
+def _untuned(problem, tp:TuningPlan, verdict:Verdict, seed) -> TuneResult:
+    "The defaults with the whole budget, where the verdict says a selection would not pay: `minimize` as `dpnb run` calls it."
+    from dpnotebooks.planning.minimize import minimize
+    res = minimize(problem, tp.algorithm, tp.epsilon, tp.delta, alpha=tp.alpha, seed=seed, **tp.fixed)
+    return TuneResult(res.x, {}, None, res.ledger, tp.epsilon, tp.delta, tp, seed is not None, seed, res.accountant, tuned=False, verdict=verdict)
+
 # %% ../../nbs/planning/34_private_tuning.ipynb #cde0dc89
 def tune(problem, # a `Problem` with its (private) data
          algorithm:str, # a private algorithm from `list_algorithms()`
-         grid:dict, # {override: [values]}, e.g. {'lr': [0.1, 0.5], 'epochs': [5, 20]}
+         grid:dict|None, # {override: [values]}, e.g. {'lr': [0.1, 0.5], 'epochs': [5, 20]}; None: `default_grid` (dp-sgd)
          epsilon:float, delta:float, # the whole selection's target (tuning included)
-         mean_runs:float=10.0, distribution:str="truncated-negative-binomial", eta:float=0.0, # K's law (see `plan_tuning`)
+         mean_runs:float=DEFAULT_MEAN_RUNS, distribution:str="truncated-negative-binomial", eta:float=0.0, # K's law (see `plan_tuning`)
          validation_fraction:float=0.2, score:str="accuracy", loss_bound:float=1.0, alpha:float|None=None,
          seed:int|None=None, # None: OS entropy; an int: reproducible bit for bit
          diagnostics:str|None=None, # 'nonprivate': also return K and every run's noisy score (NOT private)
+         when:str="pays", # 'pays': select only where `tuning_verdict` says it can pay, else run the defaults; 'always'
          **fixed, # overrides common to every run
         ) -> TuneResult:
     "Private hyperparameter selection (Papernot & Steinke 2022): K random runs of Q on a random grid point, the best noisy score wins."
     if diagnostics not in (None, "nonprivate"): raise ValueError(f"`diagnostics` must be None or 'nonprivate'. Found {diagnostics!r}.")
+    if when not in WHEN: raise ValueError(f"`when` must be one of {', '.join(map(repr, WHEN))}. Found {when!r}.")
+    grid = default_grid(problem, algorithm, epsilon, delta, alpha, **fixed) if grid is None else grid
     tp = plan_tuning(problem, algorithm, grid, epsilon, delta, mean_runs, distribution, eta, validation_fraction, score, loss_bound, alpha, **fixed)
+    verdict = tuning_verdict(problem, tp)
+    if when == "pays" and not verdict.pays: return _untuned(problem, tp, verdict, seed)
     rng = make_rng(seed)
     tr, va = _split(len(problem.data), tp.n_val, rng.child(1))
     train, val = with_data(problem, problem.data[tr]), problem.data[va]
@@ -351,4 +409,4 @@ def tune(problem, # a `Problem` with its (private) data
         s, x = _one_run(train, val, tp, h, rng, j); runs.append((h, s))
         if best[0] is None or s > best[0]: best = (s, h, x)
     return TuneResult(best[2], best[1], best[0], tp.ledger, float(epsilon), float(delta), tp, seed is not None, seed,
-                      nonprivate=dict(K=K, runs=runs) if diagnostics == "nonprivate" else None)
+                      nonprivate=dict(K=K, runs=runs) if diagnostics == "nonprivate" else None, verdict=verdict)
