@@ -318,13 +318,13 @@ def tuning_verdict(problem, tp:TuningPlan) -> Verdict:
         return Verdict(False, f"each candidate's noise-to-clip ratio {r0:.2f} is above {TUNING_NOISE_LIMIT:g}, where tuned runs lost to the defaults", r, r0)
     if tp.score == "accuracy" and tp.sigma_score > SCORE_NOISE_LIMIT:
         return Verdict(False, f"the noisy validation accuracy (sd {tp.sigma_score:.3f}) cannot tell apart grid points closer than about {2 * tp.sigma_score:.2f}", r, r0)
-    return Verdict(True, "each candidate runs with little noise and the score tells them apart: tuning can pay if the grid holds a better point than the defaults", r, r0)
+    return Verdict(True, "each candidate runs with little noise and the score tells them apart; it gains if the grid holds a better point than the defaults", r, r0)
 
 # %% ../../nbs/planning/34_private_tuning.ipynb #c6e6b510
 def default_grid(problem, algorithm:str, epsilon:float, delta:float, alpha:float|None=None, **fixed) -> dict:
     "The grid `tune` searches when given none (DP-SGD): the defaults' clip C₀ and passes e₀ at (ε, δ), 3C₀ and 2e₀ (a plan: no record read)."
     if algorithm != "dp-sgd":
-        raise ValueError(f"`tune` has a default grid for dp-sgd only: give {algorithm} a grid of its knobs, e.g. grid={{'lr': [0.5, 2]}} (`dpnb tune --grid lr=0.5,2`).")
+        raise ValueError(f"`tune` has a default grid for dp-sgd only: give {algorithm} a grid of its knobs, e.g. grid={{'KNOB': [v1, v2]}} (`dpnb tune --grid KNOB=V1,V2`; `dpnb run {algorithm} --help` lists them).")
     from dpnotebooks.planning.minimize import plan_run
     n = len(problem.data)
     P = plan_run(with_data(problem, _Shape(n, problem.data.p)), algorithm, epsilon, delta, alpha=alpha, accountant="rdp", **fixed).params
