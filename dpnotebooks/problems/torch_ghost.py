@@ -6,11 +6,11 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/problems/torch_ghost.html.md"""
 
 # %% ../../nbs/problems/04j_torch_ghost.ipynb #389b70ca
 from __future__ import annotations
-import copy
+import copy, math
 import numpy as np
 
 # %% auto #0
-__all__ = ['outer_norms2', 'conv_per_sample', 'ghost_rule', 'ghost_plan', 'batched_loss', 'TorchGhost']
+__all__ = ['PATCH_BYTES', 'outer_norms2', 'conv_per_sample', 'ghost_rule', 'ghost_plan', 'batched_loss', 'TorchGhost']
 
 # %% ../../nbs/problems/04j_torch_ghost.ipynb #f84fd70d
 def _seq(t):
@@ -54,10 +54,14 @@ def _conv_args(m, a) -> tuple:
     if a.dim() == 3: return a.unsqueeze(2), (1,) + m.kernel_size, (1,) + m.stride, (0,) + m.padding, (1,) + m.dilation
     return a, m.kernel_size, m.stride, m.padding, m.dilation
 def _conv_prepare(m, a): return a
+PATCH_BYTES = 2**24   # the grouped kernel's input patches of one call stay under 16 MiB: larger batches go in chunks (peak memory)
+
 def conv_per_sample(m, a, g):
-    "Per-sample weight gradients (B, cout, cin·k) of a convolution: its weight-gradient kernel with the batch as groups (Rochette et al. 2019)."
+    "Per-sample weight gradients (B, cout, cin·k) of a convolution: its weight-gradient kernel with the batch as groups (Rochette et al. 2019), by chunks of samples."
     import torch
     a4, ks, st, pd, dl = _conv_args(m, a); B, cout, cin = g.shape[0], g.shape[1], a4.shape[1]
+    step = max(1, PATCH_BYTES // (cin * math.prod(ks) * g[0, 0].numel() * a4.element_size()))
+    if B > step: return torch.cat([conv_per_sample(m, a[i:i + step], g[i:i + step]) for i in range(0, B, step)])
     g4 = g.reshape(1, B * cout, -1, g.shape[-1]); x4 = a4.reshape(1, B * cin, *a4.shape[2:])     # sample b: input channels b·cin…, filters b·cout…
     w = torch.nn.grad.conv2d_weight(x4, (B * cout, cin) + tuple(ks), g4, st, pd, dl, B)
     return w.reshape(B, cout, -1)
