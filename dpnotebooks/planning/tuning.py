@@ -375,11 +375,12 @@ def _one_run(train, val, tp, h, rng, j):
     noise = float(to_numpy(rng.child(5, j).normal(1, scale=tp.sigma_score, dtype=np.float64))[0])
     return validation_score(train, res.x, val, tp.score, tp.loss_bound) + noise, res.x
 
-def _untuned(problem, tp:TuningPlan, verdict:Verdict, seed) -> TuneResult:
+def _untuned(problem, tp:TuningPlan, verdict:Verdict, seed, diagnostics) -> TuneResult:
     "The defaults with the whole budget, where the verdict says a selection would not pay: `minimize` as `dpnb run` calls it."
     from dpnotebooks.planning.minimize import minimize
     res = minimize(problem, tp.algorithm, tp.epsilon, tp.delta, alpha=tp.alpha, seed=seed, **tp.fixed)
-    return TuneResult(res.x, {}, None, res.ledger, tp.epsilon, tp.delta, tp, seed is not None, seed, res.accountant, tuned=False, verdict=verdict)
+    return TuneResult(res.x, {}, None, res.ledger, tp.epsilon, tp.delta, tp, seed is not None, seed, res.accountant,
+                      nonprivate=dict(K=0, runs=[]) if diagnostics == "nonprivate" else None, tuned=False, verdict=verdict)
 
 # %% ../../nbs/planning/34_private_tuning.ipynb #cde0dc89
 def tune(problem, # a `Problem` with its (private) data
@@ -399,7 +400,7 @@ def tune(problem, # a `Problem` with its (private) data
     grid = default_grid(problem, algorithm, epsilon, delta, alpha, **fixed) if grid is None else grid
     tp = plan_tuning(problem, algorithm, grid, epsilon, delta, mean_runs, distribution, eta, validation_fraction, score, loss_bound, alpha, **fixed)
     verdict = tuning_verdict(problem, tp)
-    if when == "pays" and not verdict.pays: return _untuned(problem, tp, verdict, seed)
+    if when == "pays" and not verdict.pays: return _untuned(problem, tp, verdict, seed, diagnostics)
     rng = make_rng(seed)
     tr, va = _split(len(problem.data), tp.n_val, rng.child(1))
     train, val = with_data(problem, problem.data[tr]), problem.data[va]
