@@ -13,7 +13,7 @@ from ..privacy.clipping import Clipped, row_norms
 from ..problems.base import Problem, check_points
 from ..problems.dataset import Dataset
 from ..problems.multinomial import class_targets, softmax_residual, softmax_xent
-from .dpsgd import MLP
+from .dpsgd import MLP, mlp_dpsgd_travel, mlp_dpsgd_epochs
 from .softmax_mlp import SoftmaxMLP
 
 # %% auto #0
@@ -33,6 +33,7 @@ class DeepMLP(Problem):
     "The MLP p-h₁-…-h_L-k (ReLU, biases): logistic loss on ±1 labels with one output (k = 2), softmax cross-entropy on class indices (k > 2)."
     name, summary = "mlp", "ReLU hidden layers with biases, logistic or softmax cross-entropy loss: nonsmooth, nonconvex"
     classifier, clipped_sum_perturbs = True, False    # the fused clipped sum is at x; perturbed points go through grad_each
+    dpsgd_travel, dpsgd_epochs = property(mlp_dpsgd_travel), property(mlp_dpsgd_epochs)   # DP-SGD's declared step rule (`13_dpsgd`)
     def __init__(self, data:Dataset, hidden=(64, 64), k:int=2, L:float=1.0, x0=None, seed=0):
         if not isinstance(k, (int, np.integer)) or k < 2: raise ValueError(f"`k`, the number of classes, must be an integer >= 2. Found {k!r}.")
         self.hidden, self.p, self.k = check_hidden(hidden), int(data.p), int(k)

@@ -27,8 +27,9 @@ from functools import partial
 from ..problems.base import capabilities
 
 # %% auto #0
-__all__ = ['DPSGD_STREAM', 'DPSGD_EPOCHS', 'DPSGD_BATCH_C', 'DPSGD_STEP_C', 'DP_SGD', 'clipped_grad_sum', 'MLP', 'ball_marginal',
-           'dpsgd_releases', 'DPSGDOutput', 'DPSGDState', 'dp_sgd', 'DPSGDParams', 'dpsgd_step_size', 'dpsgd_recipe']
+__all__ = ['DPSGD_STREAM', 'DPSGD_EPOCHS', 'DPSGD_BATCH_C', 'DPSGD_STEP_C', 'DPSGD_TRAVEL_C', 'DPSGD_EPOCH_N', 'DP_SGD',
+           'clipped_grad_sum', 'MLP', 'ball_marginal', 'dpsgd_releases', 'DPSGDOutput', 'DPSGDState', 'dp_sgd',
+           'DPSGDParams', 'dpsgd_step_size', 'dpsgd_recipe', 'mlp_dpsgd_travel', 'mlp_dpsgd_epochs']
 
 # %% ../../nbs/algorithms/13_dpsgd.ipynb #38fb7fa4
 DPSGD_STREAM = 0x7367  # first key ('sg') of DP-SGD's batch, perturbation and noise streams
@@ -319,11 +320,16 @@ class DPSGDParams(NamedTuple):
 # %% ../../nbs/algorithms/13_dpsgd.ipynb #1afec4f6
 DPSGD_EPOCHS, DPSGD_BATCH_C, DPSGD_STEP_C = 30, 3.0, 2.0   # the default rule: 30 epochs, B ≈ 3√n, steps of length ≈ 2Φ/L
 
-def dpsgd_step_size(d:int, batch:int, L:float, Phi:float, sigma:float, sampling:str, C:float|None=None) -> float:
-    "η = c·Φ/(L·G), G = √(C² + d·σ̄²) the expected norm of a released gradient (σ̄: noise std per coordinate on the mean; clip C, default L)."
+def dpsgd_step_size(d:int, batch:int, L:float, Phi:float, sigma:float, sampling:str, C:float|None=None,
+                    travel:float|None=None, T:int|None=None, # a declared distance R the weights travel, and the steps T
+                   ) -> float:
+    "η = c·Φ/(L·G), or η = R/(G·√T) given the distance R = `travel`; G = √(C² + d·σ̄²) the expected norm of a released gradient (σ̄: noise std per coordinate on the mean; clip C, default L)."
     C = L if C is None else C
     noise = sigma / batch if sampling == "poisson" else sigma
-    return DPSGD_STEP_C * Phi / (L * math.sqrt(C * C + d * noise * noise))
+    G = math.sqrt(C * C + d * noise * noise)
+    if travel is None: return DPSGD_STEP_C * Phi / (L * G)
+    if T is None: raise ValueError("The step rule R/(G√T) needs the number of steps T. Pass T with travel.")
+    return check_positive("travel", travel) / (G * math.sqrt(T))
 
 # %% ../../nbs/algorithms/13_dpsgd.ipynb #b8c8f6e0
 def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta:float|None=None, L:float=1.0, Phi:float=1.0,
@@ -333,6 +339,7 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta
                  lr:float|None=None, # default 2Φ/(L·G), G = √(C² + d·σ̄²) the expected norm of a released gradient
                  sampling:str="poisson", # 'poisson' (amplified) or 'shuffle' (disjoint batches per epoch, no amplification)
                  C:float|None=None, # per-sample clip norm (default: the problem's declared `dpsgd_clip`, else L); noise ∝ C, default step ∝ 1/C
+                 travel:float|None=None, # distance R the weights travel (default: the problem's declared `dpsgd_travel`); given, the default step is R/(G√T)
                 ) -> Plan:
     "Parameters of DP-SGD (Abadi et al. 2016) with defaults from public quantities only; on F_α when α > 0 (0: plain DP-SGD)."
     check_theorem_inputs(n, d, epsilon, delta, alpha, L, Phi, alpha_zero=True)
@@ -341,9 +348,9 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta
     steps = max(1, epochs * (n // b))
     C = float(L if C is None else check_positive("C", C))
     sigma = calibrate_ledger(dpsgd_releases(n, steps, b, C, 1.0, sampling), epsilon, delta, accountant)
-    eta = float(lr or dpsgd_step_size(d, b, L, Phi, sigma, sampling, C))
+    eta = float(lr or dpsgd_step_size(d, b, L, Phi, sigma, sampling, C, travel, steps))
     params = DPSGDParams(T=steps, batch=b, eta=eta, C=C, sigma=sigma, sampling=sampling)
-    derived = dict(epochs=epochs, lr_rule=lr is None)
+    derived = dict(epochs=epochs, lr_rule=lr is None, step_rule="lr given" if lr else "2Φ/(L·G)" if travel is None else f"R/(G·√T), R = {travel:g}")
     if alpha == 0:
         return make_plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, epsilon, delta, 0.0, math.nan, L, Phi, params,
                      rate=math.nan, accountant=accountant, errata=("per-sample clipping to C (default L); sigma from the accountant",),
@@ -353,6 +360,19 @@ def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta
     return make_plan("dp-sgd", "DP-SGD (Abadi et al. 2016; no Goldstein guarantee)", n, d, epsilon, delta, alpha, target, L, Phi, params,
                  rate=rate(n), n_required=n_for_rate(rate, target), beta_chosen=beta is None, accountant=accountant,
                  errata=("per-sample clipping to C (default L); sigma from the accountant",), derivation=dict(derived, goldstein="reference only: KLT Thm. 3.1's rate"))
+
+# %% ../../nbs/algorithms/13_dpsgd.ipynb #25cf1428
+DPSGD_TRAVEL_C, DPSGD_EPOCH_N = 1.25, 25   # the MLPs' declared rule: weights travel R = 1.25·p; at most n/25 passes
+
+def mlp_dpsgd_travel(self) -> float:
+    "The distance R = 1.25·p the MLP's weights travel from x₀ (p input features, public): DP-SGD's default step is R/(G√T)."
+    return DPSGD_TRAVEL_C * self.p
+
+def mlp_dpsgd_epochs(self) -> int:
+    "DP-SGD's default passes over the data for the MLP: min(30, ⌊n/25⌉), fewer on small data (n is public under replace-one)."
+    return max(1, min(DPSGD_EPOCHS, round(len(self.data) / DPSGD_EPOCH_N)))
+
+MLP.dpsgd_travel, MLP.dpsgd_epochs = property(mlp_dpsgd_travel), property(mlp_dpsgd_epochs)
 
 # %% ../../nbs/algorithms/13_dpsgd.ipynb #705dfb91
 def _dpsgd_ledger_at(plan, step:int) -> Ledger:

@@ -13,7 +13,7 @@ from ..privacy.clipping import Clipped, row_norms
 from ..problems.base import Problem, check_points
 from ..problems.dataset import Dataset
 from ..problems.multinomial import class_targets, softmax_residual, softmax_xent
-from .dpsgd import ball_marginal
+from .dpsgd import ball_marginal, mlp_dpsgd_travel, mlp_dpsgd_epochs
 
 # %% auto #0
 __all__ = ['SoftmaxMLP']
@@ -23,6 +23,7 @@ class SoftmaxMLP(Problem):
     "The MLP p-h-k (ReLU, biases, softmax cross-entropy on class indices 0..k−1): DP-SGD's network for k > 2 classes."
     name, summary = "mlp", "one hidden ReLU layer with biases, k outputs, softmax cross-entropy: nonsmooth, nonconvex"
     classifier = True
+    dpsgd_travel, dpsgd_epochs = property(mlp_dpsgd_travel), property(mlp_dpsgd_epochs)   # DP-SGD's declared step rule (`13_dpsgd`)
     def __init__(self, data:Dataset, k:int, hidden:int=32, L:float=1.0, x0=None, seed=0):
         if not isinstance(k, (int, np.integer)) or k < 2: raise ValueError(f"`k`, the number of classes, must be an integer >= 2. Found {k!r}.")
         self.k, self.hidden, self.p = int(k), int(hidden), int(data.p)

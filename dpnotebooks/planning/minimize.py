@@ -80,9 +80,9 @@ def _declared_bounds(problem, alg, consts:dict) -> dict:
     "The recipe constants, with M and ρ (second-order clip bounds) and DP-SGD's C defaulting to the problem's declared constants."
     import inspect
     consts = dict(consts)
-    for key, attr in (("M", "smoothness"), ("rho", "hessian_lipschitz"), ("C", "dpsgd_clip")):
+    for key, attr in (("M", "smoothness"), ("rho", "hessian_lipschitz"), ("C", "dpsgd_clip"), ("travel", "dpsgd_travel"), ("epochs", "dpsgd_epochs")):
         if key in inspect.signature(alg.recipe).parameters and key not in consts and getattr(problem, attr, None) is not None:
-            consts[key] = float(getattr(problem, attr))
+            consts[key] = int(getattr(problem, attr)) if key == "epochs" else float(getattr(problem, attr))
     return consts
 
 def _override(problem, plan:Plan, alg, fields:dict) -> Plan:
