@@ -1,0 +1,92 @@
+"""How the built-in MLPs' DP-SGD step rule was chosen (issue 43 §8), and where it was checked.
+
+`fit`: on the four tasks of 63_utility's reference comparison (breast-cancer, digits, digits-10, tabular; split 0),
+ε ∈ {1, 2, 4, 8}, noise seeds 0-9, the MLP d-32-1 (k outputs for k > 2) with DP-SGD under each candidate rule, against
+the reference's test-selected best of its 12 configurations (`REFERENCE_GRID`) over the same seeds. It counts the points
+where a rule's mean is within one standard error of that best (the larger SE of the two), the issue's target.
+
+`check`: the old rule against the declared one where the constants were not fitted: split 1 of the four tasks, the
+wine task, and a network with two hidden layers of 64 (split 0); 5 seeds, held-out accuracy mean ± SE.
+
+Held-out accuracy is not private; it is used here to choose a public constant of the model class, as 63_utility's
+reference best is chosen on the test split. The reported utility figures use seeds 0-4 of split 0.
+
+    .venv/bin/python benchmarks/mlp_step_rule.py fit      # about 6 minutes on 2 cores
+    .venv/bin/python benchmarks/mlp_step_rule.py check    # about 3 minutes
+"""
+import math, sys, time, warnings
+from concurrent.futures import ProcessPoolExecutor
+import numpy as np
+
+TASKS, EPSILONS, DELTA = ("breast-cancer", "digits", "digits-10", "tabular"), (1.0, 2.0, 4.0, 8.0), 1e-5
+RULES = {   # name: (the step's distance R as a function of the MLP, passes as a function of n); None: the generic 2Φ/(L·G)
+    "generic 2Φ/(L·G), 30 passes": (None, lambda n: 30),
+    "R = 0.035·d, 30 passes": (lambda m: 0.035 * m.dim, lambda n: 30),
+    "R = 1.25·p, 30 passes": (lambda m: 1.25 * m.p, lambda n: 30),
+    "R = 1.25·p, min(30, n/25) passes (the default)": ("declared", None),
+}
+
+def mlp(task:str, split:int, hidden=32):
+    from dpnotebooks.experiments.utility import utility_task, UTILITY_CLASSES
+    from dpnotebooks.algorithms.deep_mlp import make_mlp
+    t = utility_task(task, split)
+    return make_mlp(t.train, hidden, k=UTILITY_CLASSES.get(task, 2), seed=0), t.test
+
+def overrides(rule:str, m, epsilon:float) -> dict:
+    "The `minimize` overrides that run `rule` on the MLP `m` (the declared rule needs none)."
+    from dpnotebooks.planning.minimize import plan_run
+    from dpnotebooks.algorithms.dpsgd import dpsgd_step_size
+    travel, passes = RULES[rule]
+    if travel == "declared": return {}
+    p = plan_run(m, "dp-sgd", epsilon, DELTA, epochs=passes(len(m.data)), travel=1.0).params     # T, B, σ at these passes
+    lr = (dpsgd_step_size(m.dim, p.batch, m.L, getattr(m, "Phi", 1.0), p.sigma, p.sampling, p.C) if travel is None
+          else dpsgd_step_size(m.dim, p.batch, m.L, 1.0, p.sigma, p.sampling, p.C, travel(m), p.T))
+    return dict(epochs=passes(len(m.data)), lr=lr)
+
+def accuracy_of(job) -> float:
+    "One seeded run's held-out accuracy: job = (task, split, hidden, ε, seed, rule or a reference method)."
+    warnings.simplefilter("ignore")
+    from dpnotebooks.experiments.utility import reference_config
+    from dpnotebooks.planning.minimize import minimize
+    from dpnotebooks.planning.tuning import accuracy
+    task, split, hidden, eps, seed, how = job
+    m, test = mlp(task, split, hidden)
+    over = reference_config(how) if how.startswith("reference") else overrides(how, m, eps)
+    return accuracy(m, minimize(m, "dp-sgd", epsilon=eps, delta=DELTA, seed=seed, **over).x, test)
+
+def mean_se(a) -> tuple: return float(np.mean(a)), float(np.std(a, ddof=1) / math.sqrt(len(a)))
+
+def table(ex, cases, how:str, seeds) -> dict:
+    "{(task, split, hidden, ε): (mean, SE)} of `how` over `seeds`."
+    jobs = [(t, s, h, e, seed, how) for t, s, h in cases for e in EPSILONS for seed in seeds]
+    acc = dict(zip(jobs, ex.map(accuracy_of, jobs)))
+    return {(t, s, h, e): mean_se([acc[t, s, h, e, seed, how] for seed in seeds]) for t, s, h in cases for e in EPSILONS}
+
+def fit(ex):
+    from dpnotebooks.experiments.utility import reference_methods
+    cases, seeds, best = [(t, 0, 32) for t in TASKS], range(10), {}
+    for ref in reference_methods()[1:]:
+        for k, v in table(ex, cases, ref, seeds).items():
+            if k not in best or v[0] > best[k][0]: best[k] = v
+    print("| rule | within one SE of the reference's best | " + " | ".join(f"{t} ε={e:g}" for t in TASKS for e in EPSILONS) + " |")
+    print("|---|---|" + "---|" * len(TASKS) * len(EPSILONS))
+    print("| reference best | | " + " | ".join(f"{best[t, 0, 32, e][0]:.3f}" for t in TASKS for e in EPSILONS) + " |")
+    for rule in RULES:
+        got = table(ex, cases, rule, seeds)
+        ok = {k: got[k][0] >= best[k][0] - max(got[k][1], best[k][1]) for k in got}
+        print(f"| {rule} | {sum(ok.values())} of {len(ok)} | " + " | ".join(f"{got[k][0]:.3f}{'' if ok[k] else ' ✗'}" for k in got) + " |", flush=True)
+
+def check(ex):
+    cases = [("wine", 0, 32)] + [(t, 1, 32) for t in TASKS] + [(t, 0, (64, 64)) for t in TASKS]
+    old, new = (table(ex, cases, rule, range(5)) for rule in ("generic 2Φ/(L·G), 30 passes", "R = 1.25·p, min(30, n/25) passes (the default)"))
+    print("| task | split | hidden | " + " | ".join(f"ε={e:g} old → declared" for e in EPSILONS) + " |")
+    print("|---|---|---|" + "---|" * len(EPSILONS))
+    for t, s, h in cases:
+        print(f"| {t} | {s} | {h} | " + " | ".join(f"{old[t, s, h, e][0]:.3f} → {new[t, s, h, e][0]:.3f} ± {new[t, s, h, e][1]:.3f}" for e in EPSILONS) + " |", flush=True)
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "fit"
+    if what not in ("fit", "check"): sys.exit("usage: mlp_step_rule.py [fit|check]")
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(2) as ex: (fit if what == "fit" else check)(ex)
+    print(f"({time.perf_counter() - t0:.0f} s)")
