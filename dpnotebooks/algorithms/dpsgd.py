@@ -335,8 +335,8 @@ def dpsgd_step_size(d:int, batch:int, L:float, Phi:float, sigma:float, sampling:
 def dpsgd_recipe(n:int, d:int, epsilon:float, delta:float, alpha:float=0.0, beta:float|None=None, L:float=1.0, Phi:float=1.0,
                  accountant:str=DEFAULT_ACCOUNTANT,
                  batch_size:int|None=None, # default min(n, max(16, round(3√n)))
-                 epochs:int=DPSGD_EPOCHS, # passes over the data: T = epochs·⌊n/B⌋ steps
-                 lr:float|None=None, # default 2Φ/(L·G), G = √(C² + d·σ̄²) the expected norm of a released gradient
+                 epochs:int=DPSGD_EPOCHS, # passes over the data: T = epochs·⌊n/B⌋ steps (default: the problem's declared `dpsgd_epochs`, else 30)
+                 lr:float|None=None, # default 2Φ/(L·G), or R/(G√T) given `travel`; G = √(C² + d·σ̄²) the expected norm of a released gradient
                  sampling:str="poisson", # 'poisson' (amplified) or 'shuffle' (disjoint batches per epoch, no amplification)
                  C:float|None=None, # per-sample clip norm (default: the problem's declared `dpsgd_clip`, else L); noise ∝ C, default step ∝ 1/C
                  travel:float|None=None, # distance R the weights travel (default: the problem's declared `dpsgd_travel`); given, the default step is R/(G√T)
