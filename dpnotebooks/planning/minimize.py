@@ -77,7 +77,7 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
 
 # %% ../../nbs/planning/30_minimize.ipynb #c2c75fba
 def _declared_bounds(problem, alg, consts:dict) -> dict:
-    "The recipe constants, with M and ρ (second-order clip bounds) and DP-SGD's C defaulting to the problem's declared constants."
+    "The recipe constants, with M and ρ (second-order clip bounds) and DP-SGD's C, travel and epochs defaulting to the problem's declared constants."
     import inspect
     consts = dict(consts)
     for key, attr in (("M", "smoothness"), ("rho", "hessian_lipschitz"), ("C", "dpsgd_clip"), ("travel", "dpsgd_travel"), ("epochs", "dpsgd_epochs")):
