@@ -94,6 +94,7 @@ def test_math_and_figures_render(site, browser):
     "The SOSP page typesets its formulas and shows its figures; screenshots are saved for CI."
     assert _load(browser, site / "21_sosp.html")
     assert browser.execute_script("return document.querySelectorAll('.MathJax_CHTML, .MathJax, mjx-container').length") > 20
+    assert browser.execute_script("return MathJax.Hub.config['fast-preview'].disabled === true")   # site_render.MATHJAX_CONFIG: typeset once
     assert browser.execute_script("return [...document.images].filter(i => i.naturalWidth > 300).length") >= 2
     assert "lt_sosp" in browser.page_source and "Algorithm 3" in browser.page_source
     browser.save_screenshot(str(site / "screenshot-21_sosp.png"))
