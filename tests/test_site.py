@@ -95,6 +95,8 @@ def test_math_and_figures_render(site, browser):
     assert _load(browser, site / "21_sosp.html")
     assert browser.execute_script("return document.querySelectorAll('.MathJax_CHTML, .MathJax, mjx-container').length") > 20
     assert browser.execute_script("return MathJax.Hub.config['fast-preview'].disabled === true")   # site_render.MATHJAX_CONFIG: typeset once
+    font = browser.execute_script("return MathJax.OutputJax['HTML-CSS'].fontInUse")                 # and in fonts the site ships
+    assert (site / "mathjax" / "fonts" / "HTML-CSS" / font).is_dir(), f"MathJax typesets in {font!r}, whose fonts the site lacks"
     assert browser.execute_script("return [...document.images].filter(i => i.naturalWidth > 300).length") >= 2
     assert "lt_sosp" in browser.page_source and "Algorithm 3" in browser.page_source
     browser.save_screenshot(str(site / "screenshot-21_sosp.png"))

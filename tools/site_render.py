@@ -20,9 +20,12 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 DIRECTIVE = re.compile(r"^\s*#\|\s*(.*?)\s*$")
 MATHJAX = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"   # the configuration jupyter-server-mathjax ships
-# Added to nbconvert's MathJax configuration: no fast preview, so each formula is typeset once, not previewed and then
-# typeset (a page's math is final 16% sooner; tests/test_site.py checks the setting on a rendered page).
-MATHJAX_CONFIG = ("messageStyle: 'none',", "messageStyle: 'none', \"fast-preview\": {disabled: true},")
+# Added to nbconvert's MathJax configuration. The fonts: jupyter-server-mathjax ships MathJax with the STIX-Web fonts only;
+# MathJax's default, TeX, then fails to load and the formulas fall back to the system's fonts (upright letters, radicals
+# drawn apart from their bar), so the HTML-CSS output is told to use STIX-Web, as Jupyter's classic notebook does. No fast
+# preview: each formula is typeset once, not previewed first. tests/test_site.py checks both on a rendered page.
+MATHJAX_CONFIG = ("messageStyle: 'none',", "messageStyle: 'none', \"fast-preview\": {disabled: true}, "
+                  "\"HTML-CSS\": {availableFonts: [], preferredFont: null, webFont: \"STIX-Web\", imageFont: null},")
 
 
 def directives(src: str) -> dict:
