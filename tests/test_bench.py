@@ -129,3 +129,15 @@ def test_gpu_benchmarks_measure_no_gpu_figure_without_a_gpu(tmp_path):
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peer_opacus.py"), "--device", "cuda", "--quick", "--out", str(tmp_path / "p.md")],
                          capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode != 0 and "--device cuda needs a CUDA GPU with cupy" in res.stderr and not (tmp_path / "p.md").exists()
+
+def test_linear_clip_rule_stays_between_the_declared_clip_and_L():
+    "benchmarks/linear_clip_rule.py's rejected rule C = min(L, max(declared, κ·L/r)): the declared clip at κ = 0 or much noise, L with little, growing with ε."
+    import importlib.util
+    from dpnotebooks.problems.base import Logistic
+    spec = importlib.util.spec_from_file_location("linear_clip_rule", ROOT / "benchmarks" / "linear_clip_rule.py")
+    rule = importlib.util.module_from_spec(spec); spec.loader.exec_module(rule)
+    lg = Logistic(Logistic.synthetic(2000, 5, seed=0))
+    clips = [rule.clip_at(lg, e, 0.03) for e in (0.5, 2.0, 8.0)]
+    assert clips[0] == lg.dpsgd_clip and clips[-1] == lg.L, clips                    # d = 5: r ≈ 0.3 at ε = 0.5, below 0.03 at ε = 8
+    assert lg.dpsgd_clip < clips[1] < lg.L, clips                                     # κ·L/r in between
+    assert rule.clip_at(lg, 8.0, 0.0) == lg.dpsgd_clip
