@@ -1,10 +1,16 @@
 """The offline documentation site (tools/build_site.py) in headless Chromium: every page loads, every internal link resolves,
-every image loads, no math is left unrendered; screenshots of the home page and of an algorithm page go to the build folder.
+every image loads, every formula parses in MathJax's TeX input and none is left unrendered; an algorithm page and the home
+page typeset in the fonts the site ships, and their screenshots go to the build folder.
+
+MathJax's HTML-CSS output measures every glyph of every formula (about 40 ms a formula here: 7 s for the SOSP page), so the
+tour of every page sets the formulas as the browser's own MathML instead (MathJax's NativeMML output, chosen through the
+`AuthorInit` hook before MathJax starts): the TeX input, its error messages and the delimiters are the same, and the tour
+takes about 100 s instead of 180 s here. `test_math_and_figures_render` checks the HTML-CSS output itself.
 
 The site is built once per session into $DPNB_SITE (default: a temporary folder; .ci/run builds _site first and points here),
 but for the pages already there from the same sources with their slow cells run (tools/build_site.py --reuse-built).
 Skipped when Chromium, chromedriver or selenium are missing (.ci/run installs them)."""
-import os, shutil, subprocess, sys, time
+import contextlib, os, shutil, subprocess, sys, time
 from pathlib import Path
 from urllib.parse import urlparse, unquote
 import pytest
@@ -20,7 +26,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CHROMIUM and DRIVER), re
 UNRENDERED_JS = r"""
 const bad = [];
 const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-const skip = n => n.closest('pre, code, script, style, textarea, .MathJax, .MathJax_CHTML, .MathJax_Display, .MathJax_Preview, mjx-container, #dpnb-sidebar, .highlight, .jp-InputArea-editor, .jp-OutputArea-output pre');
+const skip = n => n.closest('pre, code, script, style, textarea, .MathJax, .MathJax_CHTML, .MathJax_Display, .MathJax_Preview, .MathJax_MathML, math, mjx-container, #dpnb-sidebar, .highlight, .jp-InputArea-editor, .jp-OutputArea-output pre');
 let node;
 while ((node = walker.nextNode())) {
   const el = node.parentElement; if (!el || skip(el)) continue;
@@ -58,10 +64,29 @@ def browser():
 def _load(browser, page: Path):
     browser.get(page.as_uri())
     for _ in range(600):                                           # wait for MathJax 2 to finish typesetting (≤ 60 s)
-        done = browser.execute_script("return !window.MathJax || (MathJax.Hub && MathJax.Hub.queue.pending === 0 && MathJax.Hub.queue.running === 0 && document.readyState === 'complete');")
+        done = browser.execute_script("return !(window.MathJax && MathJax.Hub) || (MathJax.Hub.queue.pending === 0 && MathJax.Hub.queue.running === 0 && document.readyState === 'complete');")
         if done: break
         time.sleep(0.1)
     return done
+
+
+# Before MathJax starts on a page: its formulas as native MathML, and the TeX input's errors recorded (MathJax shows them in
+# place, in red or framed, without failing: its noErrors and noUndefined extensions).
+MATHML_TOUR_JS = """window.MathJax = {AuthorInit: function () {
+  var H = MathJax.Hub, errors = window.dpnbTexErrors = [];
+  H.Config({menuSettings: {renderer: "NativeMML"}});
+  H.Register.MessageHook("TeX Jax - parse error", function (m) { errors.push(m[1] + " in " + String(m[2]).slice(0, 80)); });
+  H.Register.MessageHook("TeX Jax - undefined control sequence", function (m) { errors.push("undefined " + m[1]); });
+  H.Register.MessageHook("Math Processing Error", function (m) { errors.push("Math Processing Error: " + m[2]); });
+}};"""
+
+
+@contextlib.contextmanager
+def mathml_tour(browser):
+    "Pages opened inside set their formulas as native MathML and record TeX errors in `window.dpnbTexErrors`."
+    hook = browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": MATHML_TOUR_JS})["identifier"]
+    try: yield
+    finally: browser.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": hook})
 
 
 @pytest.mark.slow
@@ -69,24 +94,50 @@ def test_every_page(site, browser):
     pages = sorted(site.glob("*.html"))
     assert (site / "index.html") in pages, [p.name for p in pages]
     problems = []
-    for page in pages:
-        if not _load(browser, page): problems.append(f"{page.name}: MathJax did not finish"); continue
-        title = browser.title
-        side = browser.execute_script("return document.querySelectorAll('#dpnb-sidebar a').length")
-        if not title or side < len(pages): problems.append(f"{page.name}: title {title!r}, {side} sidebar links for {len(pages)} pages")
-        for href in browser.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))"):
-            u = urlparse(href)
-            if u.scheme in ("http", "https", "mailto") or (not u.path and not u.fragment): continue
-            target = (page.parent / unquote(u.path)).resolve() if u.path else page
-            if not target.exists(): problems.append(f"{page.name}: broken link {href}"); continue
-            if u.fragment and target == page and not browser.execute_script(     # as browsers do: the decoded fragment, then the raw one
-                    "return Array.from(arguments).some(f => document.getElementById(f) || document.getElementsByName(f).length)", unquote(u.fragment), u.fragment):
-                problems.append(f"{page.name}: missing anchor #{u.fragment}")
-        broken = browser.execute_script("return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => (i.getAttribute('src') || '').slice(0, 60))")
-        if broken: problems.append(f"{page.name}: images not loaded {broken}")
-        bad = browser.execute_script(UNRENDERED_JS)
-        if bad: problems.append(f"{page.name}: unrendered math {bad[:3]}")
+    with mathml_tour(browser):
+        for page in pages: problems += _page_problems(browser, page, pages)
     assert not problems, "\n".join(problems)
+
+
+def _page_problems(browser, page, pages) -> list:
+    "What is wrong with one page: MathJax unfinished or not in MathML, TeX errors, sidebar, links, anchors, images, unrendered math."
+    problems = []
+    if not _load(browser, page): return [f"{page.name}: MathJax did not finish"]
+    jax, errors = browser.execute_script("return window.MathJax && MathJax.Hub ? [MathJax.Hub.outputJax['jax/mml'][0].id, window.dpnbTexErrors || []] : [null, []]")
+    if jax not in (None, "NativeMML"): problems.append(f"{page.name}: formulas set by {jax}, not NativeMML: the tour's hook did not run")
+    problems += [f"{page.name}: TeX error: {e}" for e in errors]
+    title = browser.title
+    side = browser.execute_script("return document.querySelectorAll('#dpnb-sidebar a').length")
+    if not title or side < len(pages): problems.append(f"{page.name}: title {title!r}, {side} sidebar links for {len(pages)} pages")
+    for href in browser.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))"):
+        u = urlparse(href)
+        if u.scheme in ("http", "https", "mailto") or (not u.path and not u.fragment): continue
+        target = (page.parent / unquote(u.path)).resolve() if u.path else page
+        if not target.exists(): problems.append(f"{page.name}: broken link {href}"); continue
+        if u.fragment and target == page and not browser.execute_script(     # as browsers do: the decoded fragment, then the raw one
+                "return Array.from(arguments).some(f => document.getElementById(f) || document.getElementsByName(f).length)", unquote(u.fragment), u.fragment):
+            problems.append(f"{page.name}: missing anchor #{u.fragment}")
+    broken = browser.execute_script("return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => (i.getAttribute('src') || '').slice(0, 60))")
+    if broken: problems.append(f"{page.name}: images not loaded {broken}")
+    bad = browser.execute_script(UNRENDERED_JS)
+    if bad: problems.append(f"{page.name}: unrendered math {bad[:3]}")
+    return problems
+
+
+@pytest.mark.slow
+def test_the_tour_catches_tex_errors_and_raw_math(site, browser):
+    "A copy of a page with an undefined macro, an unclosed brace and a formula MathJax was told to skip: the tour names all three."
+    src, bad = site / "04f_data.html", site / "zz_tour_check.html"
+    pages = sorted(site.glob("*.html"))
+    html = src.read_text().replace("<p>", "<p>$\\undefinedmacro x$, $\\frac{1}{$, <code>$x$</code> and <span class='tex2jax_ignore'>$y^2$</span></p><p>", 1)
+    bad.write_text(html)
+    try:
+        with mathml_tour(browser): problems = _page_problems(browser, bad, pages)
+    finally: bad.unlink()
+    text = "\n".join(problems)
+    assert "TeX error: undefined \\undefinedmacro" in text and "TeX error: Missing close brace" in text, text
+    assert "unrendered math" in text and len(problems) == 3, text
+    assert _load(browser, src) and browser.execute_script("return MathJax.Hub.outputJax['jax/mml'][0].id") == "HTML-CSS"   # the hook is gone
 
 
 @pytest.mark.slow
