@@ -5,7 +5,7 @@ page typeset in the fonts the site ships, and their screenshots go to the build 
 MathJax's HTML-CSS output measures every glyph of every formula (about 40 ms a formula here: 7 s for the SOSP page), so the
 tour of every page sets the formulas as the browser's own MathML instead (MathJax's NativeMML output, chosen through the
 `AuthorInit` hook before MathJax starts): the TeX input, its error messages and the delimiters are the same, and the tour
-takes about 100 s instead of 180 s here. `test_math_and_figures_render` checks the HTML-CSS output itself.
+takes about 80 s instead of 180 s here. `test_math_and_figures_render` checks the HTML-CSS output itself.
 
 The site is built once per session into $DPNB_SITE (default: a temporary folder; .ci/run builds _site first and points here),
 but for the pages already there from the same sources with their slow cells run (tools/build_site.py --reuse-built).
@@ -109,14 +109,16 @@ def _page_problems(browser, page, pages) -> list:
     title = browser.title
     side = browser.execute_script("return document.querySelectorAll('#dpnb-sidebar a').length")
     if not title or side < len(pages): problems.append(f"{page.name}: title {title!r}, {side} sidebar links for {len(pages)} pages")
+    fragments = []                                                     # this page's own anchors, checked in one call below
     for href in browser.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))"):
         u = urlparse(href)
         if u.scheme in ("http", "https", "mailto") or (not u.path and not u.fragment): continue
         target = (page.parent / unquote(u.path)).resolve() if u.path else page
         if not target.exists(): problems.append(f"{page.name}: broken link {href}"); continue
-        if u.fragment and target == page and not browser.execute_script(     # as browsers do: the decoded fragment, then the raw one
-                "return Array.from(arguments).some(f => document.getElementById(f) || document.getElementsByName(f).length)", unquote(u.fragment), u.fragment):
-            problems.append(f"{page.name}: missing anchor #{u.fragment}")
+        if u.fragment and target == page: fragments.append([unquote(u.fragment), u.fragment])
+    missing = browser.execute_script(                                  # as browsers do: the decoded fragment, then the raw one
+        "return arguments[0].filter(fs => !fs.some(f => document.getElementById(f) || document.getElementsByName(f).length)).map(fs => fs[1])", fragments)
+    problems += [f"{page.name}: missing anchor #{f}" for f in missing]
     broken = browser.execute_script("return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => (i.getAttribute('src') || '').slice(0, 60))")
     if broken: problems.append(f"{page.name}: images not loaded {broken}")
     bad = browser.execute_script(UNRENDERED_JS)
@@ -126,17 +128,18 @@ def _page_problems(browser, page, pages) -> list:
 
 @pytest.mark.slow
 def test_the_tour_catches_tex_errors_and_raw_math(site, browser):
-    "A copy of a page with an undefined macro, an unclosed brace and a formula MathJax was told to skip: the tour names all three."
+    "A copy of a page with an undefined macro, an unclosed brace, a formula MathJax was told to skip and a link to a missing anchor: the tour names all four."
     src, bad = site / "04f_data.html", site / "zz_tour_check.html"
     pages = sorted(site.glob("*.html"))
-    html = src.read_text().replace("<p>", "<p>$\\undefinedmacro x$, $\\frac{1}{$, <code>$x$</code> and <span class='tex2jax_ignore'>$y^2$</span></p><p>", 1)
+    html = src.read_text().replace("<p>", "<p>$\\undefinedmacro x$, $\\frac{1}{$, <code>$x$</code>, <span class='tex2jax_ignore'>$y^2$</span> "
+                                   "and <a href='#nowhere'>a missing anchor</a></p><p>", 1)
     bad.write_text(html)
     try:
         with mathml_tour(browser): problems = _page_problems(browser, bad, pages)
     finally: bad.unlink()
     text = "\n".join(problems)
     assert "TeX error: undefined \\undefinedmacro" in text and "TeX error: Missing close brace" in text, text
-    assert "unrendered math" in text and len(problems) == 3, text
+    assert "unrendered math" in text and "missing anchor #nowhere" in text and len(problems) == 4, text
     assert _load(browser, src) and browser.execute_script("return MathJax.Hub.outputJax['jax/mml'][0].id") == "HTML-CSS"   # the hook is gone
 
 
