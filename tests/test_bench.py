@@ -141,3 +141,22 @@ def test_linear_clip_rule_stays_between_the_declared_clip_and_L():
     assert clips[0] == lg.dpsgd_clip and clips[-1] == lg.L, clips                    # d = 5: r ≈ 0.3 at ε = 0.5, below 0.03 at ε = 8
     assert lg.dpsgd_clip < clips[1] < lg.L, clips                                     # κ·L/r in between
     assert rule.clip_at(lg, 8.0, 0.0) == lg.dpsgd_clip
+
+def test_mlp_step_rule_alternatives_change_one_part_of_the_declared_rule():
+    "benchmarks/mlp_step_rule.py rules: each alternative moves only its own part of the MLP's declared DP-SGD plan (batch, distance R or passes)."
+    import importlib.util, math, warnings
+    from dpnotebooks.algorithms.deep_mlp import make_mlp
+    from dpnotebooks.planning.minimize import plan_run
+    from dpnotebooks.problems.base import Logistic
+    spec = importlib.util.spec_from_file_location("mlp_step_rule", ROOT / "benchmarks" / "mlp_step_rule.py")
+    rule = importlib.util.module_from_spec(spec); spec.loader.exec_module(rule)
+    m = make_mlp(Logistic.synthetic(1250, 8, seed=0), 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plans = {name: plan_run(m, "dp-sgd", 8.0, 1e-5, **over(m)).params for name, over in rule.ALTERNATIVES.items()}
+    base = plans["declared"]; assert (base.batch, base.T) == (round(3 * math.sqrt(1250)), 30 * (1250 // base.batch)), base
+    assert plans["B = 2√n"].batch == round(2 * math.sqrt(1250)) and plans["B = 64"].batch == 64
+    assert (plans["min(45, n/25) passes"].batch, plans["min(45, n/25) passes"].T) == (base.batch, 45 * (1250 // base.batch))
+    for name, c in (("R = 1.5·p", 1.5), ("R = 1.0·p", 1.0)):
+        p = plans[name]; assert (p.batch, p.T, p.sigma) == (base.batch, base.T, base.sigma)
+        assert math.isclose(p.eta, base.eta * c / 1.25, rel_tol=1e-9), (name, p.eta, base.eta)
