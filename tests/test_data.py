@@ -85,6 +85,7 @@ def test_cli_private_scaling_is_in_the_ledger(bc_files):
 
 @pytest.mark.parametrize("args, says", [
     (["--data", "{d}/y3.csv", "--classes", "0,1,2", "--problem", "sigmoid-glm"], "declare two classes"),
+    (["--data", "{d}/bc.csv", "--classes", "0,1", "--problem", "robust-regression"], "reads its targets as numbers"),
     (["--data", "{d}/bc.csv", "--n", "500"], "Drop --n"),
     (["--data", "{d}/bc.csv", "--d", "3"], "Drop --d"),
     (["--data", "{d}/bc.csv", "--scale", "private", "--scale-with", "0,1", "--scale-epsilon", "2"], "no data was read"),
@@ -127,3 +128,14 @@ def test_a_user_file_with_a_bundled_held_out_set_and_a_split_of_fixed_size(bc_fi
     "--test breast-cancer beside a user file runs (its public labels coded as the loss needs); a split's sizes depend on n alone."
     code, r = _run(bc_files, "dp-sgd", "--data", str(bc_files / "bc.csv"), "--test", "breast-cancer", "--seed", "0")
     assert code == 0 and r["evaluation"]["n"] == 569
+
+def test_text_targets_under_a_regression_loss_are_named_before_and_after_the_data(tmp_path, capsys):
+    "The default problem (robust-regression) reads targets as numbers: a public note says so; a held-out text target is refused, --classes too."
+    rows = "\n".join(f"{i % 7},{i % 3},{'yes' if i % 2 else 'no'}" for i in range(200))
+    (tmp_path / "t.csv").write_text("a,b,y\n" + rows + "\n"); (tmp_path / "h.csv").write_text("a,b,y\n" + rows[:60] + "\n")
+    base = ["run", "dp-sgd", "--data", str(tmp_path / "t.csv"), "--epsilon", "1", "--delta", "1e-5", "--quiet", "--out", str(tmp_path / "r.json")]
+    assert main(base) == 0 and "targets read as numbers for robust-regression" in capsys.readouterr().err
+    assert main(base + ["--test", str(tmp_path / "h.csv")]) == 2
+    err = capsys.readouterr().err; assert "not a number (at row 0)" in err and "--problem logistic" in err, err
+    assert main(base + ["--classes", "no,yes"]) == 2 and "reads its targets as numbers" in capsys.readouterr().err
+    assert main(base + ["--problem", "logistic", "--classes", "no,yes"]) == 0 and "targets read as numbers" not in capsys.readouterr().err

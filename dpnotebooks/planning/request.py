@@ -14,7 +14,7 @@ from fastcore.basics import patch
 from ..core.backend import get_backend, to_numpy, make_rng
 from ..problems.base import get_problem, PROBLEMS
 from ..problems.dataset import load_file, with_data, Dataset, load_sklearn, read_records, check_finite, normalize_rows, width_warning
-from ..problems.data import (code_labels, code_schema, label_coding, multiclass, n_classes, MULTICLASS, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
+from ..problems.data import (code_labels, check_classes, numeric_targets_note, held_out_label_error, code_schema, label_coding, multiclass, n_classes, MULTICLASS, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
 from ..privacy.ledger import Ledger, EVENT_FIELDS, Result
@@ -214,8 +214,7 @@ def _held_out_file(test:str, loss:str|None, classes, target=-1, categorical=None
     X, labels = read_records(test, target, categorical, like)
     y, _ = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
     check_finite(X, f"held-out file {test}: X")
-    if np.isnan(y).any(): raise ValueError(f"The held-out file {test} has labels outside the schema (at row {int(np.flatnonzero(np.isnan(y))[0])}): "
-                                           "declare its classes with --classes, or fix those rows.")
+    if np.isnan(y).any(): raise ValueError(held_out_label_error(test, loss, int(np.flatnonzero(np.isnan(y))[0])))
     return Dataset(X, y, Path(test).stem)
 
 # %% ../../nbs/planning/36_run_request.ipynb #f1095b57
@@ -325,6 +324,7 @@ def _check(req:RunRequest):
         raise ValueError("--categorical names columns of a .csv file given with --data (with a header); the bundled and synthetic data have none.")
     if req.hidden is not None and req.problem != "mlp": raise ValueError(f"--hidden sizes --problem mlp. Found it with --problem {req.problem}: drop it.")
     if req.hidden is not None: check_hidden(req.hidden)
+    check_classes(req.problem, req.classes)
     if req.scale == "private" and req.released_scaling is None and ALGORITHMS[req.algorithm].private: split_budget(req.epsilon, req.scale_epsilon)
 
 # %% ../../nbs/planning/36_run_request.ipynb #7b20917e
@@ -377,6 +377,7 @@ def run_inputs(req:RunRequest) -> tuple:
     block["scaling"] = info
     lab = block["labels"]
     if lab and lab.get("changed", True): print(f"dpnb: {lab['message']} (the label set is public schema)", file=sys.stderr)
+    elif data not in BUNDLED and (note := numeric_targets_note(problem)): print(f"dpnb: {note}", file=sys.stderr)
     if data not in ("breast-cancer", "digits"): print(f"dpnb: features: {_scaling_note(info)}", file=sys.stderr)
     block["warnings"] = width_warning(data, req.test, _target(req)) + ([] if test_ds is None else scale_warnings(problem, test_ds, sc))
     for w in block["warnings"]: print(f"dpnb: warning: {w}", file=sys.stderr)

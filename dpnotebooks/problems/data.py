@@ -15,8 +15,9 @@ from ..privacy.ledger import Ledger, Release, BudgetExceededError, calibrate_led
 from ..privacy.accounting import DEFAULT_ACCOUNTANT
 
 # %% auto #0
-__all__ = ['LABEL_CODING', 'MULTICLASS', 'DEFAULT_SCHEMA', 'INTERCEPT', 'SCALE_SHARE', 'label_coding', 'multiclass', 'n_classes',
-           'code_labels', 'label_numbers', 'schema_of', 'code_schema', 'train_test_split', 'Scaler', 'public_scaler',
+__all__ = ['LABEL_CODING', 'MULTICLASS', 'DEFAULT_SCHEMA', 'CLASSIFIERS', 'INTERCEPT', 'SCALE_SHARE', 'label_coding',
+           'multiclass', 'n_classes', 'code_labels', 'label_numbers', 'schema_of', 'code_schema', 'check_classes',
+           'numeric_targets_note', 'held_out_label_error', 'train_test_split', 'Scaler', 'public_scaler',
            'add_intercept', 'private_scaler_ledger', 'compose', 'check_composition', 'fit_private_scaler',
            'split_budget', 'training_epsilon']
 
@@ -129,6 +130,29 @@ def _schema_indices(labels, num, loss:str, classes:list) -> tuple:
     msg = (f"labels coded by the declared schema ({len(classes)} classes) as class indices 0..{len(classes) - 1} for {loss}; "
            "a record with another label contributes nothing")
     return y, dict(loss=loss, schema=dict(classes=[str(c) for c in classes]), source="declared", coded_as="class index", k=len(classes), message=msg)
+
+# %% ../../nbs/problems/04f_data.ipynb #260e23a7
+CLASSIFIERS = "logistic, sigmoid-glm or mlp"   # the built-in problems whose labels a schema codes (`LABEL_CODING`)
+
+def check_classes(problem:str, classes):
+    "Refuse a label schema (`--classes`) for a problem that reads its targets as numbers: it would be ignored."
+    if classes is not None and label_coding(problem) is None:
+        raise ValueError(f"--classes declares the labels of a classifier (--problem {CLASSIFIERS}); --problem {problem} reads its targets as "
+                         "numbers, so the classes would be ignored. Choose one of those problems, or drop --classes.")
+
+def numeric_targets_note(problem:str) -> str|None:
+    "The public note for a built-in problem that reads a user's file's targets as numbers (a regression loss), else None."
+    if ":" in problem or label_coding(problem) is not None or problem == "multinomial": return None    # a user's loss; a classifier
+    return (f"targets read as numbers for {problem}, a regression loss: a record whose target is not a number contributes nothing "
+            f"(to predict classes: --problem {CLASSIFIERS})")
+
+def held_out_label_error(test:str, loss:str|None, row:int) -> str:
+    "The message that refuses a held-out file (public) whose label at `row` the run's schema, or its numbers, cannot read."
+    if loss is not None and label_coding(loss) is None:
+        return (f"The held-out file {test} has a target that is not a number (at row {row}): --problem {loss} reads its targets as numbers. "
+                f"To predict classes, choose --problem {CLASSIFIERS} (--classes declares them); else fix those rows.")
+    return f"The held-out file {test} has labels outside the schema (at row {row}): declare its classes with --classes, or fix those rows."
+
 
 # %% ../../nbs/problems/04f_data.ipynb #5ae55d93
 def train_test_split(data:Dataset, # the data to split
