@@ -10,7 +10,7 @@ import argparse, json, sys, warnings
 from pathlib import Path
 from ..core.backend import set_backend, BackendUnavailableError, BACKENDS
 from ..problems.base import list_problems
-from ..problems.dataset import MissingExtraError
+from ..problems.dataset import MissingExtraError, parse_categorical
 from ..problems.data import SCALE_SHARE
 from ..privacy.accounting import ACCOUNTANTS, DEFAULT_ACCOUNTANT
 from ..privacy.ledger import BudgetExceededError
@@ -18,7 +18,7 @@ from ..engine.registry import InsufficientDataError
 from ..engine.faults import RunStopped
 from ..engine.checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 from ..planning.catalog import ALGORITHMS as REGISTRY, algorithm_knobs, list_algorithms
-from ..planning.request import RunRequest, run_request, dry_run, parse_categorical
+from ..planning.request import RunRequest, run_request, dry_run
 from ..planning.tune_request import run_tune, tune_dry_run, DISTRIBUTIONS, SCORES, DEFAULT_MEAN_RUNS
 from ..algorithms.dpsgd import MLP
 from ..experiments.demo import DEMO, run_demo, format_demo, plot_demo
@@ -218,7 +218,7 @@ def _add_run_data(r):
     r.add_argument("--scale", choices=["none", "public", "private"], default="none",
                    help="features of --data FILE: 'none' (rows projected into the unit ball), 'public' constants, or a 'private' estimate charged to the budget")
     r.add_argument("--scale-with", default=None, metavar="A,B|FILE.csv",
-                   help="public: CENTER,SCALE; private: the public range LOWER,UPPER; or a .csv of two rows of per-feature values")
+                   help="public: CENTER,SCALE; private: the public range LOWER,UPPER (A,B: every numeric column; one-hot columns keep 0/1); or a .csv of two rows of per-feature values")
     r.add_argument("--scale-epsilon", type=float, default=None, help=f"epsilon for --scale private (default {SCALE_SHARE:g} of --epsilon)")
 
 def _add_run_target(r):

@@ -13,7 +13,7 @@ import numpy as np
 from fastcore.basics import patch
 from ..core.backend import get_backend, to_numpy, make_rng
 from ..problems.base import get_problem, PROBLEMS
-from ..problems.dataset import load_file, with_data, Dataset, load_sklearn, read_records, check_finite, normalize_rows, width_warning
+from ..problems.dataset import onehot_columns, load_file, with_data, Dataset, load_sklearn, read_records, check_finite, normalize_rows, width_warning
 from ..problems.data import (code_labels, check_classes, numeric_targets_note, held_out_label_error, code_schema, label_coding, multiclass, n_classes, MULTICLASS, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
@@ -128,7 +128,11 @@ def learned_nothing(problem, block:dict) -> list:
             out.append(f"held-out accuracy {block['accuracy_out']:.3f} is no better than always predicting the held-out majority class ({share:.3f}): "
                        "the model learned nothing usable. Check the features' scale (--scale public --scale-with ...), that the training labels are "
                        "those of the schema (--classes: a record with another label is zeroed), the budget, or the algorithm.")
-    if lo > l0 * (1 + 1e-9) + 1e-12: out.append(f"the held-out loss rose from {l0:.4g} at x0 to {lo:.4g} at the output: the run made the model worse.")
+    better = block.get("accuracy_out", -1) > block.get("accuracy_x0", math.inf) + 1e-12    # a classifier that predicts better than x0
+    if lo > l0 * (1 + 1e-9) + 1e-12 and better:
+        out.append(f"the held-out loss rose from {l0:.4g} at x0 to {lo:.4g} while accuracy rose from {block['accuracy_x0']:.3f} to "
+                   f"{block['accuracy_out']:.3f}: the model predicts better but its scores are overconfident (miscalibrated probabilities).")
+    elif lo > l0 * (1 + 1e-9) + 1e-12: out.append(f"the held-out loss rose from {l0:.4g} at x0 to {lo:.4g} at the output: the run made the model worse.")
     elif abs(lo - l0) <= 1e-9 * max(1.0, abs(l0)): out.append(f"the held-out loss did not change ({l0:.4g}): the run did not move the model; features on a large scale "
                                                               "(e.g. raw targets or values in the hundreds) leave every gradient clipped to nothing useful.")
     return out
@@ -245,31 +249,18 @@ def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|Non
     return train, held, what, dict(source=data, n=len(train), d=train.p, labels=coding, split=split, test=test)
 
 # %% ../../nbs/planning/36_run_request.ipynb #d0dfd7a5
-def _two_rows(spec:str|None, p:int, scale:str) -> tuple:
-    "The two per-feature rows of --scale-with: 'A,B' (every feature) or a .csv of two rows of p numbers."
+def _two_rows(spec:str|None, p:int, scale:str, onehot=None) -> tuple:
+    "The two per-feature rows of --scale-with: 'A,B' (every feature; one-hot columns, `onehot`, keep 0 and 1) or a .csv of two rows of p numbers."
     names = "CENTER,SCALE" if scale == "public" else "LOWER,UPPER"
     if spec is None: raise ValueError(f"--scale {scale} needs --scale-with {names} (numbers for every feature) or a .csv with two rows of {p} numbers.")
     try: rows = np.loadtxt(spec, delimiter=",", ndmin=2) if spec.endswith(".csv") else np.asarray([[float(v)] for v in spec.split(",")])
     except (ValueError, OSError) as err: raise ValueError(f"--scale-with {spec}: {err}. Give {names} or a .csv with two rows of {p} numbers.") from None
     if rows.shape not in ((2, 1), (2, p)): raise ValueError(f"--scale-with {spec}: expected two rows of 1 or {p} numbers ({names}). Found shape {rows.shape}.")
-    return np.broadcast_to(rows[0], (p,)), np.broadcast_to(rows[1], (p,))
+    a, b = np.broadcast_to(rows[0], (p,)), np.broadcast_to(rows[1], (p,))
+    return (a, b) if rows.shape != (2, 1) or onehot is None else (np.where(onehot, 0.0, a), np.where(onehot, 1.0, b))
 
 MLP_HIDDEN = 32   # --problem mlp's hidden units unless --hidden says
 INTERCEPT_PROBLEMS = ("logistic", "sigmoid-glm", "robust-regression")   # the linear models an intercept is added to
-
-def parse_categorical(specs:list|None) -> dict|None:
-    "`--categorical` values as {column: [categories]}: each 'COLUMN=A,B,C', or a .json file holding such a mapping (public schema)."
-    out = {}
-    for s in specs or ():
-        if s.endswith(".json"):
-            try: m = json.loads(Path(s).read_text())
-            except (OSError, ValueError) as err: raise ValueError(f"--categorical {s}: {err}. Give a .json object {{column: [categories]}}.") from None
-            if not isinstance(m, dict) or not all(isinstance(v, list) and v for v in m.values()):
-                raise ValueError(f"--categorical {s}: expected a .json object {{column: [categories, ...]}}.")
-            out.update({str(k): [str(c) for c in v] for k, v in m.items()})
-        elif "=" in s and s.split("=", 1)[1].strip(): out[s.split("=", 1)[0].strip()] = [c.strip() for c in s.split("=", 1)[1].split(",")]
-        else: raise ValueError(f"--categorical {s!r}: give COLUMN=A,B,C (the column's categories, public) or a .json file of them.")
-    return out or None
 
 def _target(req:RunRequest):
     "The target column of the request's .csv files: a header name, an index given as digits, or the last column."
@@ -303,10 +294,10 @@ def _scaling(req:RunRequest, train:Dataset, k:int=0) -> tuple:
     if scale == "none": return Scaler(), None, epsilon, dict(source="none", note="rows only projected into the unit ball, features as they are: a feature on a large scale "
                                                                "(values in the hundreds or thousands) swamps the others and the run may learn nothing; "
                                                                "declare public bounds with --scale public --scale-with CENTER,SCALE (e.g. ranges documented with the data)")
-    if scale == "public": sc = public_scaler(*_two_rows(req.scale_with, train.p, scale)); return sc, None, epsilon, sc.to_dict()
+    if scale == "public": sc = public_scaler(*_two_rows(req.scale_with, train.p, scale, onehot_columns(req.data, _target(req), req.categorical))); return sc, None, epsilon, sc.to_dict()
     if not ALGORITHMS[algorithm].private: raise ValueError(f"--scale private charges a privacy budget; {algorithm} is not private. Use --scale public or none.")
     es, e0 = split_budget(epsilon, req.scale_epsilon)
-    bounds, scl = _two_rows(req.scale_with, train.p, scale), private_scaler_ledger(train.p, es, delta, accountant)
+    bounds, scl = _two_rows(req.scale_with, train.p, scale, onehot_columns(req.data, _target(req), req.categorical)), private_scaler_ledger(train.p, es, delta, accountant)
     shape = _problem_on(req.problem, _intercept(req)(Dataset(np.zeros((len(train), train.p)), np.ones(len(train)))), req.data_seed, req.hidden, k)   # n, p only: no record
     price = lambda e: planned_ledger(shape, plan_run(shape, algorithm, e, delta, req.alpha, req.beta, accountant, **req.overrides))
     et = training_epsilon(epsilon, delta, scl, price, e0, accountant)

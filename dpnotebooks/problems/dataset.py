@@ -6,7 +6,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/problems/dataset.html.md"""
 
 # %% ../../nbs/problems/03_dataset.ipynb #c29c2329
 from __future__ import annotations
-import math
+import math, json
 from collections import Counter
 from pathlib import Path
 import numpy as np
@@ -15,7 +15,7 @@ from ..core.backend import get_xp, asarray, to_numpy, take_rows
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'Dataset', 'normalize_rows', 'check_finite', 'scale_records', 'with_data',
            'MissingExtraError', 'optional_import', 'load_sklearn', 'LabelCodingWarning', 'load_file', 'numbers',
-           'one_hot', 'encode_columns', 'read_records', 'width_warning']
+           'one_hot', 'encode_columns', 'read_records', 'width_warning', 'parse_categorical', 'onehot_columns']
 
 # %% ../../nbs/problems/03_dataset.ipynb #a8508abd
 def _numeric(kind) -> bool:
@@ -357,6 +357,30 @@ def width_warning(data, test, target:int|str=-1) -> list:
     if head is not None or _csv_schema(_existing(data), target, _existing(test))[1] is not None: return []
     return [f"{Path(data).name} has no header, so its rows are read at the held-out file {Path(test).name}'s width ({width} columns) and a row of "
             "another length is a malformed record (zeroed); give both files a header to have their columns matched by name."]
+
+# %% ../../nbs/problems/03_dataset.ipynb #958237bb
+def parse_categorical(specs:list|None) -> dict|None:
+    "`--categorical` values as {column: [categories]}: each 'COLUMN=A,B,C', or a .json file holding such a mapping (public schema)."
+    out = {}
+    for s in specs or ():
+        if s.endswith(".json"):
+            try: m = json.loads(Path(s).read_text())
+            except (OSError, ValueError) as err: raise ValueError(f"--categorical {s}: {err}. Give a .json object {{column: [categories]}}.") from None
+            if not isinstance(m, dict) or not all(isinstance(v, list) and v for v in m.values()):
+                raise ValueError(f"--categorical {s}: expected a .json object {{column: [categories, ...]}}.")
+            out.update({str(k): [str(c) for c in v] for k, v in m.items()})
+        elif "=" in s and s.split("=", 1)[1].strip(): out[s.split("=", 1)[0].strip()] = [c.strip() for c in s.split("=", 1)[1].split(",")]
+        else: raise ValueError(f"--categorical {s!r}: give COLUMN=A,B,C (the column's categories, public) or a .json file of them.")
+    return out or None
+
+def onehot_columns(path, target:int|str=-1, categorical:dict|None=None) -> np.ndarray|None:
+    "Which columns of a .csv's features (`read_records`) are one-hot indicators, from its header and the declared categories (PUBLIC); None without any."
+    if not categorical or not str(path).endswith(".csv"): return None
+    path = _existing(path); _, head, width = _csv_schema(path, target)
+    t = (head.index(target) if isinstance(target, str) else target) % width
+    cat = {_column(path, head or [], head is not None, c, "--categorical") % width: len(cats) for c, cats in categorical.items()}
+    return np.array([c in cat for c in range(width) if c != t for _ in range(cat.get(c, 1))], dtype=bool)
+
 
 # %% ../../nbs/problems/03_dataset.ipynb #da15f6f8
 def _from_pandas(cls, df, # a pandas DataFrame (PRIVATE)
