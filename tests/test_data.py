@@ -157,3 +157,11 @@ def test_a_scale_given_for_every_feature_leaves_the_one_hot_columns_at_0_and_1(t
     if scale[0] == "public": assert (sc["center"], sc["scale"]) == ([50.0, 0.0, 0.0, 0.0], [20.0, 1.0, 1.0, 1.0]), sc
     else: assert sc["ranges"] == [[0.0, 0.0, 0.0, 0.0], [100.0, 1.0, 1.0, 1.0]], sc
     assert r["evaluation"]["accuracy_out"] >= 0.85, r["evaluation"]        # the city decides the label (5% flipped); the majority is 0.68
+
+def test_a_held_out_split_without_a_label_of_the_schema_is_refused_before_the_run(tmp_path, capsys):
+    "Text labels, no --classes, --test-fraction: the held-out split has no row to evaluate; refused before any budget is spent (it crashed after the run)."
+    rows = "\n".join(f"{i % 7},{i % 3},{'yes' if i % 2 else 'no'}" for i in range(200))
+    (tmp_path / "t.csv").write_text("a,b,y\n" + rows + "\n"); out = tmp_path / "r.json"
+    assert main(["run", "dp-sgd", "--problem", "logistic", "--data", str(tmp_path / "t.csv"), "--test-fraction", "0.3", "--epsilon", "1",
+                 "--delta", "1e-5", "--quiet", "--out", str(out)]) == 2
+    assert "No row of the held-out split" in capsys.readouterr().err and not out.exists()

@@ -46,12 +46,14 @@ def cmd_list(args) -> int:
     return 0
 
 # %% ../../nbs/interface/50_cli.ipynb #bd676d24
+def _num(v, spec:str) -> str: return "n/a" if v is None else format(v, spec)    # a NaN is null in the JSON record
+
 def _format_block(b:dict) -> list:
     "Lines of an `evaluation` or `nonprivate` block."
     st = b["stationarity"]
     name = f"Goldstein norm (radius {st['radius']:g})" if st["kind"] == "goldstein" else "gradient norm"
     lines = [f"on {b['data']}, n = {b['n']}:", f"{'':8}{'loss':>10}{name:>34}" + (f"{'accuracy':>10}" if "accuracy_out" in b else ""),
-             *[f"{w:8}{b['loss_' + k]:>10.4f}{st['at_' + k]:>34.4f}" + (f"{b['accuracy_' + k]:>10.3f}" if "accuracy_out" in b else "")
+             *[f"{w:8}{_num(b['loss_' + k], '.4f'):>10}{_num(st['at_' + k], '.4f'):>34}" + (f"{_num(b['accuracy_' + k], '.3f'):>10}" if "accuracy_out" in b else "")
                for w, k in (("x0", "x0"), ("output", "out"))]]
     if "lambda_min_out" in b: lines.append(f"lambda_min of the Hessian: {b['lambda_min_x0']:.4f} at x0, {b['lambda_min_out']:.4f} at the output")
     return lines

@@ -246,6 +246,8 @@ def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|Non
         what = f"held-out {test_fraction:g} of {data} (random split, public seed {split_seed}; not private)"
         split = dict(test_fraction=float(test_fraction), seed=int(split_seed), n_train=len(train), n_test=len(held))   # sizes fixed by n alone
         held = held[np.flatnonzero(_finite_rows(held))]                  # held-out rows only evaluate: a malformed one is left out
+        if not len(held): raise ValueError(f"No row of the held-out split of {data} has finite features and a label of the schema, so nothing could be "
+                                           "evaluated: declare the classes (--classes) or the target column (--target).")
     return train, held, what, dict(source=data, n=len(train), d=train.p, labels=coding, split=split, test=test)
 
 # %% ../../nbs/planning/36_run_request.ipynb #d0dfd7a5
