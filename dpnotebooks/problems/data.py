@@ -148,9 +148,9 @@ def numeric_targets_note(problem:str) -> str|None:
 
 def held_out_label_error(test:str, loss:str|None, row:int) -> str:
     "The message that refuses a held-out file (public) whose label at `row` the run's schema, or its numbers, cannot read."
-    if loss is not None and label_coding(loss) is None:
-        return (f"The held-out file {test} has a target that is not a number (at row {row}): --problem {loss} reads its targets as numbers. "
-                f"To predict classes, choose --problem {CLASSIFIERS} (--classes declares them); else fix those rows.")
+    if loss is None or label_coding(loss) is None:                       # a regression loss, or the user's own (labels as numbers)
+        return (f"The held-out file {test} has a target that is not a number (at row {row}): {'your loss' if loss is None else f'--problem {loss}'} "
+                f"reads its targets as numbers. To predict classes, choose --problem {CLASSIFIERS} (--classes declares them); else fix those rows.")
     return f"The held-out file {test} has labels outside the schema (at row {row}): declare its classes with --classes, or fix those rows."
 
 
