@@ -67,7 +67,7 @@ def _run(tmp, *args):
 
 def test_cli_breast_cancer_csv_public_scaling_held_out_accuracy(bc_files, capsys):
     "abggmu-spider, ε = 1, 70/30, public constants: held-out accuracy ≥ 0.9 (measured 0.924, 0.924, 0.942 for seeds 0-2)."
-    code, r = _run(bc_files, "abggmu-spider", "--data", str(bc_files / "bc.csv"), "--test-fraction", "0.3", "--seed", "0",
+    code, r = _run(bc_files, "abggmu-spider", "--data", str(bc_files / "bc.csv"), "--target", "y", "--test-fraction", "0.3", "--seed", "0",
                    "--scale", "public", "--scale-with", str(bc_files / "const.csv"))
     err = capsys.readouterr().err
     assert code == 0 and "labels coded by the default schema (0 or -1 negative, 1 positive) as {-1, +1} for logistic" in err and "public constants" in err

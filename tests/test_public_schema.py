@@ -9,7 +9,7 @@ from dpnotebooks.interface.cli import main
 
 N, ODD = 400, 123                                          # the record that differs sits at row ODD
 BASE = ["run", "dp-sgd", "--problem", "logistic", "--epsilon", "1", "--delta", "1e-5", "--seed", "0", "--quiet"]
-RELEASED = ("x_out", "seconds", "plan")                    # the released point; the run's time; the plan's work (a timing)
+RELEASED = {"x_out", "seconds", "plan"}                    # the released point; the run's time; the plan's work (a timing)
 
 def _rows():
     rs = np.random.default_rng(0); X = rs.normal(size=(N, 3)); y = (X @ [1.0, -1.0, 0.5] > 0).astype(int)
@@ -25,7 +25,7 @@ def _run(tmp_path, capsys, line, *extra):
     (d / "train.csv").write_text("a,b,c,y\n" + "\n".join(rows) + "\n")
     with warnings.catch_warnings(record=True) as caught:        # what a terminal would show on stderr, warnings included
         warnings.simplefilter("always")
-        code = main(BASE + ["--data", str(d / "train.csv"), "--out", str(d / "r.json"), *extra])
+        code = main(BASE + ["--data", str(d / "train.csv"), "--target", "y", "--out", str(d / "r.json"), *extra])
     err = (capsys.readouterr().err + "".join(f"{w.category.__name__}: {w.message}\n" for w in caught)).replace(str(d), "DIR")
     rec = json.loads((d / "r.json").read_text()) if code == 0 else None
     if rec: rec["data"]["source"] = "DIR"
@@ -67,17 +67,28 @@ def test_k_declared_classes_neighbouring_files_give_the_same_record(tmp_path, ca
     assert {k: v for k, v in rec.items() if k not in RELEASED} == {k: v for k, v in rec2.items() if k not in RELEASED}
     assert "secret_label_Alice" not in err2 + json.dumps(rec2) and np.all(np.isfinite(rec2["x_out"]))
 
-@pytest.mark.parametrize("first", ["oops,0.2,0.3,1", "0.1,0.2,0.3,secret_label_Alice", "nan,0.2,0.3,1"])
-def test_a_headerless_file_whose_first_record_is_malformed_answers_as_its_neighbour(tmp_path, capsys, first):
-    "Without a header, a bad first record is a malformed record (zeroed), never taken for a header: n and the record agree."
-    recs = []
+@pytest.mark.parametrize("first", ["oops,0.2,0.3,1", "0.1,0.2,0.3,secret_label_Alice", "nan,0.2,0.3,1", "NA,NA,NA,NA", "secret,Alice,x,y"])
+@pytest.mark.parametrize("held_out", [False, True])
+def test_a_headerless_file_whose_first_record_is_malformed_answers_as_its_neighbour(tmp_path, capsys, first, held_out):
+    "Without a header, a bad first record is a malformed record (zeroed), never taken for a header, even one holding no number: n, messages and record agree."
+    test = tmp_path / "h.csv"; test.write_text("\n".join(_rows()[:40]) + "\n")
+    recs, errs = [], []
     for name, line in (("base", None), ("odd", first)):
         rows = _rows(); rows[0] = line or rows[0]
         d = tmp_path / name; d.mkdir(); (d / "train.csv").write_text("\n".join(rows) + "\n")
-        assert main(BASE + ["--data", str(d / "train.csv"), "--out", str(d / "r.json")]) == 0
+        assert main(BASE + ["--data", str(d / "train.csv"), "--out", str(d / "r.json")] + (["--test", str(test)] if held_out else [])) == 0
         rec = json.loads((d / "r.json").read_text()); rec["data"]["source"] = "DIR"; recs.append(rec)
-    a, b = ({k: v for k, v in r.items() if k not in RELEASED} for r in recs)
-    assert a == b and a["n"] == N and "secret_label_Alice" not in capsys.readouterr().err + json.dumps(recs[1])
+        errs.append(capsys.readouterr().err.replace(str(d), "DIR"))
+    a, b = ({k: v for k, v in r.items() if k not in RELEASED | {"evaluation"}} for r in recs)
+    assert a == b and a["n"] == N and errs[0] == errs[1] and "Alice" not in errs[1] + json.dumps(recs[1])
+
+@pytest.mark.parametrize("odd", ['0.1,"ly\u2028on",0.3,1', "0.1,0.2\x0c,0.3,1", "0.1,0.2\r,0.3,1", "", "   ", '0.1,"a\nb",0.3,1'])
+def test_a_record_with_an_odd_line_break_or_a_blank_record_keeps_n(tmp_path, capsys, odd):
+    "Rows end at \\n only: a record's own \\r, form feed or U+2028 cannot split it, and a blank row is a zeroed record; n is the rows' count."
+    rows = _rows(); rows[ODD] = odd
+    (tmp_path / "train.csv").write_bytes(("\n".join(rows) + "\n").encode())
+    assert main(BASE + ["--data", str(tmp_path / "train.csv"), "--out", str(tmp_path / "r.json")]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["n"] == N + odd.count("\n")   # a quoted line break: two rows, both zeroed
 
 def test_a_headerless_near_tie_of_row_lengths_is_decided_by_the_held_out_file(tmp_path, capsys):
     "Half the rows 4 cells, half 5 (no header): the most common length flips with one record; the held-out .csv's (public) does not."
@@ -89,6 +100,6 @@ def test_a_headerless_near_tie_of_row_lengths_is_decided_by_the_held_out_file(tm
         for extra in ([], ["--test", str(test)]):
             assert main(BASE + ["--data", str(d / "train.csv"), *extra, "--out", str(d / "r.json")]) == 0
             rec = json.loads((d / "r.json").read_text()); recs[name, bool(extra)] = (rec["d"], rec["n"])
-            assert ("has no header, so its rows are read at the held-out file h.csv's width (4 columns)" in capsys.readouterr().err) == bool(extra)
+            assert ("is read without a header, as the held-out file h.csv has none, and its rows at that file's width (4 columns)" in capsys.readouterr().err) == bool(extra)
     assert recs["base", False] != recs["odd", False]                       # the private mode: one record moves the width
     assert recs["base", True] == recs["odd", True] == (4, N)               # 3 features + the intercept, from the held-out file

@@ -69,3 +69,11 @@ def test_readme_shows_the_private_run_and_its_report():
     assert "epsilon spent / target" in text and "**Ledger**" in text
     for link in ("nbs/tutorials/70_bring_your_own_loss.ipynb", "nbs/tutorials/72_bring_your_own_model.ipynb", "nbs/planning/71_which_algorithm.ipynb"):
         assert f"]({link})" in text and (ROOT / link).exists(), link
+
+def test_every_relative_link_resolves():
+    "Each relative link of README (a notebook, a figure, a file of the repository) names a file that exists from the root."
+    import re
+    links = re.findall(r"\]\((?!\w+:|/|#)([^)\s#]+)(?:#[^)]*)?\)", readme())
+    assert links, "README has no relative link: the pattern is wrong"
+    missing = sorted({l for l in links if not (ROOT/l).exists()})
+    assert not missing, f"README links to files that do not exist: {missing}"

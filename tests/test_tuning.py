@@ -117,3 +117,16 @@ def test_where_tuning_would_not_pay_the_defaults_run_with_the_whole_budget_and_n
     assert np.array_equal(u.x, m.x) and u.epsilon_spent == m.epsilon_spent
     tp = plan_tuning(untouchable(p), "dp-sgd", default_grid(untouchable(p), "dp-sgd", 1.0, 1e-5), 1.0, 1e-5)
     assert tuning_verdict(untouchable(p), tp) == u.verdict
+
+@pytest.mark.parametrize("held_out", [["--test-fraction", "0.3"], ["--test", "TEST"]])
+def test_tuning_a_regression_loss_reports_its_held_out_loss(tmp_path, held_out):
+    "`dpnb tune --score loss` on a regression problem with held-out data: the record gives the held-out loss (it crashed on accuracy after spending)."
+    import json
+    from dpnotebooks.interface.cli import main
+    rs = np.random.default_rng(0); X = rs.normal(size=(600, 3)); y = X @ [0.5, -0.2, 0.1] + 0.1 * rs.normal(size=600)
+    np.savetxt(tmp_path / "tr.csv", np.c_[X[:400], y[:400]], delimiter=","); np.savetxt(tmp_path / "te.csv", np.c_[X[400:], y[400:]], delimiter=",")
+    out = tmp_path / "t.json"; held_out = [str(tmp_path / "te.csv") if a == "TEST" else a for a in held_out]
+    assert main(["tune", "dp-sgd", "--problem", "robust-regression", "--data", str(tmp_path / "tr.csv"), *held_out, "--score", "loss",
+                 "--grid", "epochs=2,4", "--tune-anyway", "--epsilon", "2", "--delta", "1e-5", "--seed", "0", "--out", str(out)]) == 0
+    ev = json.loads(out.read_text())["evaluation"]
+    assert "accuracy_out" not in ev and np.isfinite(ev["loss_out"]) and ev["n"] in (120, 200)

@@ -42,7 +42,7 @@ def _base(name:str) -> AlgorithmSpec:
 
 def _check_glm(rank, base:str, k_rule:str="rank"):
     "A JL request: `rank` a positive integer given by the user, `base` a supported base algorithm."
-    if rank is None: raise ValueError("abggmu-glm needs `rank`, a PUBLIC upper bound on the rank of the features (e.g. --set rank=5); "
+    if rank is None: raise ValueError("abggmu-glm needs `rank`, a PUBLIC upper bound on the rank of the features (rank=5 in Python, --set rank=5 on the command line); "
                                       "it is never computed from the data, since that would leak information.")
     if not (isinstance(rank, (int, np.integer)) and rank >= 1): raise ValueError(f"`rank` must be a positive integer. Found {rank!r}.")
     if base not in GLM_BASES: raise ValueError(f"`base` must be one of {', '.join(GLM_BASES)}. Found {base!r}.")

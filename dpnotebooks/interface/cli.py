@@ -173,7 +173,7 @@ def cmd_tune(args) -> int:
     what = (f"chose {r['hyperparameters']} (noisy validation {r['score']['kind']} {r['score']['noisy_value']})" if sel["tuned"] else
             f"did not select ({sel['verdict']}): ran the defaults with the whole epsilon, as `dpnb run` does (--tune-anyway selects all the same)")
     print(f"dpnb tune {r['algorithm']} on {r['problem']}: {what}; epsilon spent {r['privacy']['epsilon_spent']:.4g} of {r['privacy']['epsilon']:g} at delta "
-          f"{r['privacy']['delta']:g} ({r['privacy']['neighbouring']}{', tuning included' if sel['tuned'] else ''})" + (f"; held-out accuracy {ev['accuracy_out']:.4f} (not private)" if ev else ""))
+          f"{r['privacy']['delta']:g} ({r['privacy']['neighbouring']}{', tuning included' if sel['tuned'] else ''})" + (f"; held-out {'accuracy' if 'accuracy_out' in ev else 'loss'} {ev.get('accuracy_out', ev.get('loss_out')):.4f} (not private)" if ev else ""))
     if args.out: Path(args.out).write_text(json.dumps(r, indent=1))
     return 0
 

@@ -6,17 +6,20 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/interface/estimator.html.md"""
 
 # %% ../../nbs/interface/52_estimator.ipynb #2faf0238
 from __future__ import annotations
-import warnings
+import re, warnings
 import numpy as np
+from fastcore.basics import patch
 from ..problems.dataset import Dataset, optional_import, with_data
 from ..problems.data import public_scaler, Scaler, add_intercept
 from ..problems.base import Logistic
 from ..problems.multinomial import Multinomial
 from ..algorithms.deep_mlp import make_mlp
+from ..planning.catalog import get_algorithm
 from ..planning.minimize import minimize
 skb = optional_import("sklearn.base", "the scikit-learn estimator (dpnotebooks.interface.estimator)", "datasets", "scikit-learn")
 skv = optional_import("sklearn.utils.validation", "the scikit-learn estimator (dpnotebooks.interface.estimator)", "datasets", "scikit-learn")
 from sklearn.utils.multiclass import check_classification_targets
+
 
 # %% auto #0
 __all__ = ['skb', 'skv', 'PrivacyLeakWarning', 'DPClassifier']
@@ -31,46 +34,101 @@ class DPClassifier(skb.ClassifierMixin, skb.BaseEstimator):
                  delta:float=1e-5,
                  model:str="logistic", # 'logistic' (binary, or softmax for k > 2 classes) or 'mlp' (ReLU hidden layers)
                  hidden:int|tuple=32, # the MLP's hidden units: one layer's, or one width per layer, e.g. (64, 64)
-                 classes=None, # the label set, PUBLIC schema (first = negative for two); None reads it from y (warned: not private)
+                 classes=None, # the label set, PUBLIC schema (kept sorted in `classes_`; of two, the second is positive); None reads it from y (warned: not private)
                  bounds=None, # PUBLIC (lower, upper) of the features, scalars or one per feature; None: rows projected into the unit ball
                  fit_intercept:bool=True, # a public constant feature
                  algorithm:str="dp-sgd", # any private algorithm of `list_algorithms()`
                  seed:int|None=None, # noise seed (None: OS entropy); as sensitive as the data
                  accountant:str="pld",
                  params:dict|None=None, # the algorithm's overrides, e.g. dict(epochs=60, C=0.5)
+                 random_state=None, # scikit-learn's name for `seed` (its `set_random_state` sets it): an int, or a RandomState/Generator to draw one from
                 ):
         self.epsilon, self.delta, self.model, self.hidden, self.classes = epsilon, delta, model, hidden, classes
         self.bounds, self.fit_intercept, self.algorithm, self.seed, self.accountant, self.params = bounds, fit_intercept, algorithm, seed, accountant, params
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        "scikit-learn's tags (1.6+): an unseeded fit draws fresh noise, so refits differ."
+        tags = super().__sklearn_tags__(); tags.non_deterministic = self.seed is None and self.random_state is None
+        return tags
+    def _more_tags(self): return {"non_deterministic": self.seed is None and self.random_state is None}     # the same, for scikit-learn < 1.6
+
 
 # %% ../../nbs/interface/52_estimator.ipynb #128968b9
-def _rows(self, X) -> np.ndarray:
+def _bounds(bounds, p:int) -> tuple:
+    "The PUBLIC `bounds=(lower, upper)` as two arrays of p numbers, checked: each a number or one per feature, finite, upper > lower."
+    if not (isinstance(bounds, (tuple, list)) and len(bounds) == 2):
+        raise ValueError(f"bounds must be a pair (lower, upper), each a number or {p} numbers (one per feature). Found {bounds!r:.200}.")
+    try: lo, hi = (np.asarray(v, dtype=float) for v in bounds)
+    except (TypeError, ValueError): raise ValueError(f"bounds must hold numbers: (lower, upper). Found {bounds!r:.200}.") from None
+    for nm, v in (("lower", lo), ("upper", hi)):
+        if v.ndim > 1 or v.size not in (1, p): raise ValueError(f"bounds: {nm} must be a number or {p} numbers, one per feature of X. Found shape {v.shape}.")
+    lo, hi = np.broadcast_to(lo.reshape(-1), (p,)), np.broadcast_to(hi.reshape(-1), (p,))
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
+        raise ValueError("bounds=(lower, upper) needs finite numbers with upper > lower for every feature.")
+    return lo, hi
+
+@patch
+def _rows(self:DPClassifier, X) -> np.ndarray:
     "The rows the model sees: scaled by the public `bounds` (or only projected), the intercept's feature appended."
     X = np.asarray(X, dtype=float)
     if self.bounds is None: sc = Scaler()
-    else:
-        lo, hi = (np.broadcast_to(np.asarray(v, dtype=float), (X.shape[1],)) for v in self.bounds)
-        if not np.all(hi > lo): raise ValueError("bounds=(lower, upper) needs upper > lower for every feature.")
-        sc = public_scaler((lo + hi) / 2, (hi - lo) / 2)
-    ds = sc(Dataset(X, np.zeros(len(X))))
-    return np.asarray((add_intercept(ds) if self.fit_intercept else ds).A)
+    else: lo, hi = _bounds(self.bounds, X.shape[1]); sc = public_scaler((lo + hi) / 2, (hi - lo) / 2)
+    with np.errstate(all="ignore"):                  # a huge private value is clipped like any other, never warned about (rule 3)
+        ds = sc(Dataset(X, np.zeros(len(X))))
+        return np.asarray((add_intercept(ds) if self.fit_intercept else ds).A)
 
-def _classes(self, y) -> np.ndarray:
-    "The declared classes, or (warned) those of y."
-    if self.classes is not None:
-        cl = np.asarray(list(self.classes))
-        if len(cl) < 2 or len(set(cl.tolist())) != len(cl): raise ValueError(f"classes must list two or more distinct labels. Found {list(self.classes)}.")
-        return cl
+
+# %% ../../nbs/interface/52_estimator.ipynb #1ddf86f8
+@patch
+def _classes(self:DPClassifier, y) -> np.ndarray:
+    "The declared classes, sorted as scikit-learn keeps `classes_` (its metrics take the second of two as positive); or, warned, those of y."
+    if self.classes is None: return _read_classes(y)
+    if isinstance(self.classes, str) or not np.iterable(self.classes):
+        raise ValueError(f"classes must be a list of labels, e.g. classes=['no', 'yes'] or classes=[0, 1]. Found {self.classes!r:.200}.")
+    cl = list(self.classes)
+    if len(cl) < 2 or len(set(cl)) != len(cl): raise ValueError(f"classes must list two or more distinct labels. Found {cl!r:.200}.")
+    if len({isinstance(c, str) for c in cl}) > 1: raise ValueError(f"classes must be all text or all numbers. Found {cl!r:.200}.")
+    return np.sort(np.asarray(cl))
+
+def _read_classes(y) -> np.ndarray:
+    "The label set read from the private y: warned, since the guarantee does not cover it."
     check_classification_targets(y)
     warnings.warn("classes were read from the training labels, which the privacy guarantee does not cover: declare classes=[...] (public schema) "
-                  "to keep the label set private.", PrivacyLeakWarning, stacklevel=3)
+                  "to keep the label set private.", PrivacyLeakWarning, stacklevel=4)
     cl = np.unique(y)
     if len(cl) < 2: raise ValueError(f"y holds one class ({len(y)} sample(s)): a classifier needs two or more; declare classes=[...].")
     return cl
 
-DPClassifier._rows, DPClassifier._classes = _rows, _classes
+
+# %% ../../nbs/interface/52_estimator.ipynb #a9307743
+def _kinds_agree(y, y_raw, classes:np.ndarray):
+    "Refuse, from y's dtype and the schema only (never a value), labels that no declared class can equal: text against numbers."
+    text = y.dtype.kind in "US" or type(getattr(y_raw, "dtype", None)).__name__ == "StringDtype"
+    if not (text or y.dtype.kind in "biuf") or text == (classes.dtype.kind in "US"): return
+    hint = [str(c) for c in classes.tolist()] if text else None
+    if hint is None:
+        try: hint = [int(v) if float(v).is_integer() else float(v) for v in classes.tolist()]
+        except ValueError: pass
+    raise ValueError(f"y holds {'text' if text else 'numbers'} (dtype {getattr(y_raw, 'dtype', y.dtype)}) but classes are {'numbers' if text else 'text'}: "
+                     f"no label could equal a class, so every record would be zeroed. Declare the classes as y spells them"
+                     + (f", classes={hint}." if hint else ", or recode y."))
+
+def _equal(v, c) -> bool:
+    try: return bool(v == c)
+    except (TypeError, ValueError): return False                              # pandas' NA, an array in a cell: not a class
+
+def _label_indices(y, classes_:np.ndarray) -> np.ndarray:
+    "Each label's index in `classes_`; NaN for a label outside them or a missing one, zeroed by the mechanism, never refused (rule 3)."
+    yi = np.full(len(y), np.nan)
+    for j, c in enumerate(classes_.tolist()):
+        yi[np.fromiter((_equal(v, c) for v in y), bool, len(y)) if y.dtype == object else (y == c)] = j
+    return yi
+
 
 # %% ../../nbs/interface/52_estimator.ipynb #d9a2f004
-def _model_on(self, A, y, k:int):
+@patch
+def _model_on(self:DPClassifier, A, y, k:int):
     "The problem on the prepared rows: Logistic or the MLP (`make_mlp`) for two classes (labels ±1), Multinomial or the MLP with k outputs for k > 2 (class indices)."
     if self.model not in ("logistic", "mlp"): raise ValueError(f"model must be 'logistic' or 'mlp'. Found {self.model!r}.")
     if k == 2:
@@ -79,31 +137,57 @@ def _model_on(self, A, y, k:int):
     ds = Dataset(A, y)
     return Multinomial(ds, k) if self.model == "logistic" else make_mlp(ds, self.hidden, k=k, seed=0)
 
+def _quiet(err) -> str:
+    "A validation message without the data: scikit-learn's and numpy's quote the array (`array=[...]`) or the cell they could not read (rule 3)."
+    msg = str(err)
+    if "could not convert" in msg: return ("X holds text where numbers are expected: encode the text columns first (a OneHotEncoder with "
+                                           "declared categories in a Pipeline) or drop them.")
+    if msg.startswith("Complex data not supported"): return "Complex data not supported: X must hold real numbers."
+    return re.sub(r"\s*array=.*?(?=\nReshape|\Z)", "", msg, flags=re.S)
+
 def _validate(self, X, y=None):
-    "scikit-learn's input checks: `validate_data` (1.6+: it records and checks `n_features_in_`), else `check_X_y`/`check_array`."
-    if hasattr(skv, "validate_data"):
-        return skv.validate_data(self, X, y, dtype=float, reset=y is not None) if y is not None else skv.validate_data(self, X, dtype=float, reset=False)
-    if y is None:
-        X = skv.check_array(X, dtype=float)
-        if X.shape[1] != self.n_features_in_: raise ValueError(f"X has {X.shape[1]} features, but DPClassifier is expecting {self.n_features_in_} features as input.")
-        return X
-    X, y = skv.check_X_y(X, y, dtype=float); self.n_features_in_ = X.shape[1]
+    "scikit-learn's checks of X (`validate_data` in 1.6+: it records and checks `n_features_in_`), y as one column; their messages without the data."
+    try:
+        if hasattr(skv, "validate_data"): X = skv.validate_data(self, X, dtype=float, reset=y is not None)
+        else:
+            X = skv.check_array(X, dtype=float)
+            if y is not None: self.n_features_in_ = X.shape[1]
+            elif X.shape[1] != self.n_features_in_: raise ValueError(f"X has {X.shape[1]} features, but DPClassifier is expecting {self.n_features_in_} features as input.")
+        if y is None: return X
+        y = skv.column_or_1d(y, warn=True); skv.check_consistent_length(X, y)
+    except (ValueError, TypeError) as err: raise type(err)(_quiet(err)) from None
     return X, y
 
-def _fit(self, X, y):
-    "Train privately on (X, y): `minimize` with the estimator's budget, algorithm and overrides."
+
+# %% ../../nbs/interface/52_estimator.ipynb #cc9f34e5
+def _private_only(name:str):
+    "DPClassifier trains privately or not at all: a non-private algorithm (a baseline) is refused."
+    if not get_algorithm(name).private:
+        raise ValueError(f"{name!r} is not private (it adds no noise and spends no ε): DPClassifier trains privately only. Choose a private "
+                         "algorithm (`list_algorithms()`), or scikit-learn's LogisticRegression for a non-private fit.")
+
+def _noise_seed(self):
+    "The noise seed: `seed` if given, else scikit-learn's `random_state` (an int, or one drawn from a RandomState or Generator)."
+    rs = self.random_state
+    if isinstance(rs, np.random.RandomState): rs = int(rs.randint(2**31))
+    elif isinstance(rs, np.random.Generator): rs = int(rs.integers(2**63))
+    return self.seed if self.seed is not None else rs
+
+@patch
+def fit(self:DPClassifier, X, y):
+    "Train privately on (X, y): `minimize` with the estimator's budget, algorithm and overrides; labels coded by the declared classes."
     if y is None: raise ValueError("DPClassifier requires y to be passed, but the target y is None.")
-    X, y = _validate(self, X, y)
-    self.classes_ = self._classes(y)
-    yi = np.full(len(y), np.nan)                                                  # a label outside the schema: NaN, zeroed by the mechanism
-    for j, c in enumerate(self.classes_.tolist()): yi[y == c] = j
-    problem = _model_on(self, self._rows(X), yi, len(self.classes_))
-    res = minimize(problem, self.algorithm, epsilon=self.epsilon, delta=self.delta, seed=self.seed, accountant=self.accountant, **(self.params or {}))
+    _private_only(self.algorithm)
+    X, yv = _validate(self, X, y)
+    self.classes_ = self._classes(yv)
+    if self.classes is not None: _kinds_agree(yv, y, self.classes_)
+    if len(X) < 2: raise ValueError(f"fit needs 2 or more samples. Found {len(X)} sample.")
+    problem = self._model_on(self._rows(X), _label_indices(yv, self.classes_), len(self.classes_))
+    res = minimize(problem, self.algorithm, epsilon=self.epsilon, delta=self.delta, seed=_noise_seed(self), accountant=self.accountant, **(self.params or {}))
     self.x_, self.epsilon_spent_, self.ledger_ = np.asarray(res.x), res.epsilon_spent, res.ledger
     self.model_ = with_data(problem, Dataset(np.zeros((1, problem.data.p)), np.zeros(1)))    # the loss and its shapes, no training record
     return self
 
-DPClassifier._model_on, DPClassifier.fit = _model_on, _fit
 
 # %% ../../nbs/interface/52_estimator.ipynb #493bbc78
 def _scores(self, X) -> np.ndarray:
@@ -111,19 +195,21 @@ def _scores(self, X) -> np.ndarray:
     X = _validate(self, X)
     return np.asarray(self.model_.predict(self.x_, self._rows(X)), dtype=float)
 
-def _predict_proba(self, X) -> np.ndarray:
+@patch
+def predict_proba(self:DPClassifier, X) -> np.ndarray:
     "Class probabilities (n, k), columns in the order of `classes_`."
     s = _scores(self, X)
     if s.ndim == 1: p1 = 0.5 * (1 + np.tanh(0.5 * s)); return np.stack([1 - p1, p1], axis=1)
     e = np.exp(s - s.max(axis=1, keepdims=True)); return e / e.sum(axis=1, keepdims=True)
 
-def _predict(self, X) -> np.ndarray:
+@patch
+def predict(self:DPClassifier, X) -> np.ndarray:
     "The most probable class of each row, from `classes_`."
-    P = _predict_proba(self, X)
+    P = self.predict_proba(X)                                                # checks the fit first
     return self.classes_[np.argmax(P, axis=1)]
 
-def _decision_function(self, X) -> np.ndarray:
-    "Scores: (n,) for two classes (positive: the second class), (n, k) for k > 2."
+@patch
+def decision_function(self:DPClassifier, X) -> np.ndarray:
+    "Scores: (n,) for two classes (positive: the second of `classes_`), (n, k) for k > 2."
     return _scores(self, X)
 
-DPClassifier.predict_proba, DPClassifier.predict, DPClassifier.decision_function = _predict_proba, _predict, _decision_function

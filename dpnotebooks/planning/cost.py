@@ -216,7 +216,7 @@ def fitting_settings(problem, plan, max_seconds:float, replan:Callable|None=None
         return _knob_settings(problem, plan, max_seconds) + (_replan_settings(problem, plan, max_seconds, replan) if replan else [])
 
 # %% ../../nbs/planning/35_cost.ipynb #922912c1
-_HOW = dict(n=("--n {v}", "a subsample of n = {v} records"), beta=("--beta {v}", "beta={v}"))
+_HOW = dict(n=("--n {v} on synthetic data, a file of {v} rows with --data", "a subsample of n = {v} records"), beta=("--beta {v}", "beta={v}"))
 
 def _describe(s:Setting) -> str:
     "'T=812 (about 55 min; `--set T=812` in dpnb run, T=812 in minimize)'."

@@ -13,8 +13,8 @@ import numpy as np
 from fastcore.basics import patch
 from ..core.backend import get_backend, to_numpy, make_rng
 from ..problems.base import get_problem, PROBLEMS
-from ..problems.dataset import onehot_columns, load_file, with_data, Dataset, load_sklearn, read_records, check_finite, normalize_rows, width_warning
-from ..problems.data import (code_labels, check_classes, numeric_targets_note, held_out_label_error, code_schema, label_coding, multiclass, n_classes, MULTICLASS, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
+from ..problems.dataset import onehot_columns, load_file, with_data, Dataset, load_sklearn, read_records, normalize_rows, width_warning, header_note, check_held_out
+from ..problems.data import (NO_LABEL, code_labels, check_classes, numeric_targets_note, held_out_label_error, code_schema, label_coding, multiclass, n_classes, MULTICLASS, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
 from ..privacy.ledger import Ledger, EVENT_FIELDS, Result
@@ -188,10 +188,10 @@ def _bundled(data:str, problem:str, classes=None) -> Dataset:
     "A bundled dataset: public, scaled with public constants; labels coded for the loss, or its own classes (digits 0..9) for k > 2 declared."
     return load_sklearn(data, labels="class" if multiclass(problem, classes) else "01" if problem == "sigmoid-glm" else "pm1")
 
-def _private_file(data:str, loss:str|None, classes, target=-1, categorical=None, schema=None) -> tuple:
+def _private_file(data:str, loss:str|None, classes, target=-1, categorical=None, schema=None, source=None) -> tuple:
     "(Dataset, coding) of the PRIVATE training file: `read_records` (headerless: the held-out .csv `schema`'s width), labels coded by the public schema."
     X, labels = read_records(data, target, categorical, schema=schema)
-    y, coding = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
+    y, coding = code_schema(labels, loss, classes, source) if loss else (label_numbers(labels), None)
     return Dataset(X, y, Path(data).stem), coding
 
 # %% ../../nbs/planning/36_run_request.ipynb #f02cca19
@@ -204,10 +204,10 @@ def _sort_key(v:str) -> tuple:
     num = label_numbers([v])[0]
     return (bool(np.isnan(num)), 0.0 if np.isnan(num) else float(num), v)
 
-def _schema_classes(test:str|None, loss:str|None, classes, target=-1, like=None):
+def _schema_classes(test:str|None, loss:str|None, classes, target=-1, like=None, categorical=None):
     "The schema's classes: declared, else the held-out file's label values (public; two: the smaller negative; k > 2 for logistic/mlp), else None."
     if classes is not None or test is None or test in BUNDLED or loss is None or label_coding(loss) is None: return classes
-    vals = sorted(set(read_records(test, target, like=like)[1].tolist()), key=_sort_key)
+    vals = sorted({v for v in read_records(test, target, categorical, like=like, held_out=True)[1].tolist() if v.lower() not in NO_LABEL}, key=_sort_key)
     if len(vals) == 2 or (len(vals) > 2 and loss in MULTICLASS): return vals
     if loss == "sigmoid-glm": return None                                 # targets in [0, 1]: the default schema keeps them
     raise ValueError(f"The held-out file {test} has {len(vals)} label values ({', '.join(vals[:6])}), and {loss} is a binary loss: "
@@ -215,9 +215,9 @@ def _schema_classes(test:str|None, loss:str|None, classes, target=-1, like=None)
 
 def _held_out_file(test:str, loss:str|None, classes, target=-1, categorical=None, like=None) -> Dataset:
     "The held-out file (public: refused with the position of a bad entry) in the training file's schema (`like`), its labels coded by the run's schema."
-    X, labels = read_records(test, target, categorical, like)
+    X, labels = read_records(test, target, categorical, like, held_out=True)
     y, _ = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
-    check_finite(X, f"held-out file {test}: X")
+    check_held_out(X, test, target, categorical, like)
     if np.isnan(y).any(): raise ValueError(held_out_label_error(test, loss, int(np.flatnonzero(np.isnan(y))[0])))
     return Dataset(X, y, Path(test).stem)
 
@@ -234,12 +234,13 @@ def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|Non
     like = csv_pair(data, test)
     if data in BUNDLED:                                                   # public data: its label set may be read
         raw = _bundled(data, problem, classes); train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
-    else: train, coding = _private_file(data, loss, _schema_classes(test, loss, classes, target, like), target, categorical, like and test)
+    else: train, coding = _private_file(data, loss, cl := _schema_classes(test, loss, classes, target, like, categorical), target, categorical,
+                                        like and test, None if classes is not None or cl is None else f"held-out file {Path(test).name}'s")
     _check_size(n, d, train, data)
     held, what, split = None, None, None
     if test is not None:
         what = f"held-out file {test} (not private)"
-        if test not in BUNDLED: held = _held_out_file(test, loss, _schema_classes(test, loss, classes, target, like), target, categorical, like)
+        if test not in BUNDLED: held = _held_out_file(test, loss, _schema_classes(test, loss, classes, target, like, categorical), target, categorical, like)
         else: held = code_labels(_bundled(test, problem, classes), loss, (coding or {}).get("values", classes), say=False)[0] if loss else _bundled(test, problem)
     elif test_fraction is not None:
         train, held = train_test_split(train, test_fraction, split_seed)
@@ -247,7 +248,7 @@ def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|Non
         split = dict(test_fraction=float(test_fraction), seed=int(split_seed), n_train=len(train), n_test=len(held))   # sizes fixed by n alone
         held = held[np.flatnonzero(_finite_rows(held))]                  # held-out rows only evaluate: a malformed one is left out
         if not len(held): raise ValueError(f"No row of the held-out split of {data} has finite features and a label of the schema, so nothing could be "
-                                           "evaluated: declare the classes (--classes) or the target column (--target).")
+                                           "evaluated: declare the classes (--classes), the target column (--target), or the categories of a text column (--categorical COLUMN=A,B,C).")
     return train, held, what, dict(source=data, n=len(train), d=train.p, labels=coding, split=split, test=test)
 
 # %% ../../nbs/planning/36_run_request.ipynb #d0dfd7a5
@@ -256,8 +257,9 @@ def _two_rows(spec:str|None, p:int, scale:str, onehot=None) -> tuple:
     names = "CENTER,SCALE" if scale == "public" else "LOWER,UPPER"
     if spec is None: raise ValueError(f"--scale {scale} needs --scale-with {names} (numbers for every feature) or a .csv with two rows of {p} numbers.")
     try: rows = np.loadtxt(spec, delimiter=",", ndmin=2) if spec.endswith(".csv") else np.asarray([[float(v)] for v in spec.split(",")])
-    except (ValueError, OSError) as err: raise ValueError(f"--scale-with {spec}: {err}. Give {names} or a .csv with two rows of {p} numbers.") from None
-    if rows.shape not in ((2, 1), (2, p)): raise ValueError(f"--scale-with {spec}: expected two rows of 1 or {p} numbers ({names}). Found shape {rows.shape}.")
+    except (ValueError, OSError) as err: raise ValueError(f"--scale-with {spec}: {err}. Give {names} or a .csv with two rows of {p} numbers and no header.") from None
+    if rows.shape not in ((2, 1), (2, p)): raise ValueError(f"--scale-with {spec}: expected two rows of 1 or {p} numbers ({names}), one per feature the model sees "
+                                                            f"(a --categorical column counts once per category). Found shape {rows.shape}.")
     a, b = np.broadcast_to(rows[0], (p,)), np.broadcast_to(rows[1], (p,))
     return (a, b) if rows.shape != (2, 1) or onehot is None else (np.where(onehot, 0.0, a), np.where(onehot, 1.0, b))
 
@@ -317,7 +319,7 @@ def _check(req:RunRequest):
         raise ValueError("--categorical names columns of a .csv file given with --data (with a header); the bundled and synthetic data have none.")
     if req.hidden is not None and req.problem != "mlp": raise ValueError(f"--hidden sizes --problem mlp. Found it with --problem {req.problem}: drop it.")
     if req.hidden is not None: check_hidden(req.hidden)
-    check_classes(req.problem, req.classes)
+    check_classes(req.problem, req.classes, req.data)
     if req.scale == "private" and req.released_scaling is None and ALGORITHMS[req.algorithm].private: split_budget(req.epsilon, req.scale_epsilon)
 
 # %% ../../nbs/planning/36_run_request.ipynb #7b20917e
@@ -372,8 +374,9 @@ def run_inputs(req:RunRequest) -> tuple:
     if lab and lab.get("changed", True): print(f"dpnb: {lab['message']} (the label set is public schema)", file=sys.stderr)
     elif data not in BUNDLED and (note := numeric_targets_note(problem)): print(f"dpnb: {note}", file=sys.stderr)
     if data not in ("breast-cancer", "digits"): print(f"dpnb: features: {_scaling_note(info)}", file=sys.stderr)
-    block["warnings"] = width_warning(data, req.test, _target(req)) + ([] if test_ds is None else scale_warnings(problem, test_ds, sc))
+    block["warnings"] = width_warning(data, req.test, _target(req), req.categorical) + ([] if test_ds is None else scale_warnings(problem, test_ds, sc))
     for w in block["warnings"]: print(f"dpnb: warning: {w}", file=sys.stderr)
+    if note := header_note(data, req.test, _target(req), req.categorical): print(f"dpnb: note: {note}", file=sys.stderr)
     icpt = _intercept(req); block["intercept"] = _intercept_block(req)
     p = _problem_on(problem, icpt(sc(train)), req.data_seed, req.hidden, n_classes(block["labels"]))
     return p, None if test_ds is None else with_data(p, icpt(sc(test_ds))), what, block, scl, et
@@ -463,7 +466,7 @@ def shape_problem(req:RunRequest):
         if ":" in problem: return _user_problem(problem, data)
         p = get_problem("logistic" if problem == "mlp" else problem, n=20000 if n is None else n, d=10 if d is None else d, seed=req.data_seed)
         return _problem_on("mlp", p.data, req.data_seed, req.hidden) if problem == "mlp" else p
-    k = 0 if ":" in problem else len(multiclass(problem, req.classes if data in BUNDLED else _schema_classes(req.test, problem, req.classes, _target(req), csv_pair(data, req.test))) or ())
+    k = 0 if ":" in problem else len(multiclass(problem, req.classes if data in BUNDLED else _schema_classes(req.test, problem, req.classes, _target(req), csv_pair(data, req.test), req.categorical)) or ())
     if data in BUNDLED:
         ds = _bundled(data, problem, req.classes); _check_size(n, d, ds, data)
         return _problem_on(problem, _intercept(req)(ds), req.data_seed, req.hidden, k)

@@ -15,7 +15,7 @@ from ..privacy.ledger import Ledger, Release, BudgetExceededError, calibrate_led
 from ..privacy.accounting import DEFAULT_ACCOUNTANT
 
 # %% auto #0
-__all__ = ['LABEL_CODING', 'MULTICLASS', 'DEFAULT_SCHEMA', 'CLASSIFIERS', 'INTERCEPT', 'SCALE_SHARE', 'label_coding',
+__all__ = ['LABEL_CODING', 'MULTICLASS', 'DEFAULT_SCHEMA', 'NO_LABEL', 'CLASSIFIERS', 'INTERCEPT', 'SCALE_SHARE', 'label_coding',
            'multiclass', 'n_classes', 'code_labels', 'label_numbers', 'schema_of', 'code_schema', 'check_classes',
            'numeric_targets_note', 'held_out_label_error', 'train_test_split', 'Scaler', 'public_scaler',
            'add_intercept', 'private_scaler_ledger', 'compose', 'check_composition', 'fit_private_scaler',
@@ -92,6 +92,7 @@ def _is(labels, num, c) -> np.ndarray:
 
 # %% ../../nbs/problems/04f_data.ipynb #b900c20a
 DEFAULT_SCHEMA = (("0", "-1"), "1")    # no classes declared: (negative labels, positive label)
+NO_LABEL = ("", "na", "nan", "null", "none")   # cells (lower case) that hold no label: never a class read from a held-out file
 
 def schema_of(loss:str, classes=None) -> tuple:
     "(negative labels, positive label) of the public schema: `classes` = [negative, positive], or `DEFAULT_SCHEMA`."
@@ -109,33 +110,40 @@ def _schema_text(neg, pos) -> str: return f"{' or '.join(map(str, neg))} negativ
 def code_schema(labels, # a PRIVATE file's labels, as text (`read_records`) or numbers
                 loss:str, # a problem name ('logistic', 'sigmoid-glm', ...) or 'hinge'
                 classes=None, # [negative, positive], declared (public schema); default `DEFAULT_SCHEMA`
+                source:str|None=None, # where the classes come from, for the message (default: 'declared', or 'default' without classes)
                ) -> tuple: # (y float (n,), NaN outside the schema; the coding, which describes the schema only)
     "Labels coded for `loss` by a schema fixed before the data are read: a label outside it becomes NaN (zeroed in the mechanism)."
     labels = np.asarray(labels).astype(str); num = label_numbers(labels); want = label_coding(loss)
     if want is None: return num, None
-    if (cl := multiclass(loss, classes)) is not None: return _schema_indices(labels, num, loss, cl)
+    src = source or ("declared" if classes is not None else "default")
+    if (cl := multiclass(loss, classes)) is not None: return _schema_indices(labels, num, loss, cl, src)
     neg, pos = schema_of(loss, classes)
     y = np.where((num > 0) & (num < 1), num, np.nan) if loss == "sigmoid-glm" and classes is None else np.full(len(labels), np.nan)
     for c in neg: y[_is(labels, num, c)] = want[0]
     y[_is(labels, num, pos)] = want[1]
-    src = "declared" if classes is not None else "default"
     msg = (f"labels coded by the {src} schema ({_schema_text(neg, pos)}) as {_fmt(list(want))} for {loss}; "
            "a record with another label contributes nothing" + ("" if classes is not None else " (declare classes to name yours)"))
     return y, dict(loss=loss, schema=dict(negative=[str(c) for c in neg], positive=str(pos)), source=src, coded_as=list(want), message=msg)
 
-def _schema_indices(labels, num, loss:str, classes:list) -> tuple:
+def _schema_indices(labels, num, loss:str, classes:list, src:str="declared") -> tuple:
     "The j-th declared class coded j; any other label NaN."
     y = np.full(len(labels), np.nan)
     for j, c in enumerate(classes): y[_is(labels, num, c)] = j
-    msg = (f"labels coded by the declared schema ({len(classes)} classes) as class indices 0..{len(classes) - 1} for {loss}; "
+    shown = ", ".join(map(str, classes[:12])) + (", ..." if len(classes) > 12 else "")
+    msg = (f"labels coded by the {src} schema ({len(classes)} classes: {shown}) as class indices 0..{len(classes) - 1} for {loss}; "
            "a record with another label contributes nothing")
-    return y, dict(loss=loss, schema=dict(classes=[str(c) for c in classes]), source="declared", coded_as="class index", k=len(classes), message=msg)
+    return y, dict(loss=loss, schema=dict(classes=[str(c) for c in classes]), source=src, coded_as="class index", k=len(classes), message=msg)
 
 # %% ../../nbs/problems/04f_data.ipynb #260e23a7
 CLASSIFIERS = "logistic, sigmoid-glm or mlp"   # the built-in problems whose labels a schema codes (`LABEL_CODING`)
 
-def check_classes(problem:str, classes):
-    "Refuse a label schema (`--classes`) for a problem that reads its targets as numbers: it would be ignored."
+def check_classes(problem:str, classes, data=None):
+    "Refuse, from the request alone, a label schema (`--classes`) that names a class twice or that a problem reading its targets as numbers would ignore."
+    if problem == "multinomial" and data not in (None, "synthetic"):
+        raise ValueError("--problem multinomial is the synthetic softmax problem (k = 3 classes of its own); for your data, --problem logistic "
+                         "(or mlp) with k > 2 classes, --classes C1,...,CK, is softmax cross-entropy.")
+    if classes is not None and len(set(map(str, classes))) != len(classes):
+        raise ValueError(f"--classes {','.join(map(str, classes))} names a class twice: list each class once.")
     if classes is not None and label_coding(problem) is None:
         raise ValueError(f"--classes declares the labels of a classifier (--problem {CLASSIFIERS}); --problem {problem} reads its targets as "
                          "numbers, so the classes would be ignored. Choose one of those problems, or drop --classes.")
@@ -152,6 +160,7 @@ def held_out_label_error(test:str, loss:str|None, row:int) -> str:
         return (f"The held-out file {test} has a target that is not a number (at row {row}): {'your loss' if loss is None else f'--problem {loss}'} "
                 f"reads its targets as numbers. To predict classes, choose --problem {CLASSIFIERS} (--classes declares them); else fix those rows.")
     return f"The held-out file {test} has labels outside the schema (at row {row}): declare its classes with --classes, or fix those rows."
+
 
 
 # %% ../../nbs/problems/04f_data.ipynb #5ae55d93

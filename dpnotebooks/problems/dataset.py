@@ -15,7 +15,8 @@ from ..core.backend import get_xp, asarray, to_numpy, take_rows
 # %% auto #0
 __all__ = ['BREAST_CANCER_MEAN', 'BREAST_CANCER_STD', 'Dataset', 'normalize_rows', 'check_finite', 'scale_records', 'with_data',
            'MissingExtraError', 'optional_import', 'load_sklearn', 'LabelCodingWarning', 'load_file', 'numbers',
-           'one_hot', 'encode_columns', 'read_records', 'width_warning', 'parse_categorical', 'onehot_columns']
+           'one_hot', 'encode_columns', 'read_records', 'width_warning', 'header_note', 'parse_categorical',
+           'onehot_columns', 'check_held_out']
 
 # %% ../../nbs/problems/03_dataset.ipynb #a8508abd
 def _numeric(kind) -> bool:
@@ -138,9 +139,15 @@ def _csv_line(l:str) -> list:
     try: return [v.strip() for v in next(csv.reader([l]))]
     except (csv.Error, StopIteration): return []
 
-def _csv_lines(path:Path) -> list:
-    "[(line number, cells, None)] of a .csv, one record per line whatever it holds (an open quote cannot swallow the next lines); blank lines dropped."
-    return [(i, _csv_line(l), None) for i, l in enumerate(path.read_text(errors="replace").splitlines(), 1) if l.strip()]
+def _text_lines(path:Path) -> list:
+    "A text file's lines, split at \\n only (a record's own \\r, form feed or U+2028 cannot split it), a byte-order mark dropped."
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as f: lines = f.read().split("\n")   # newline="": no \r translated
+    if lines[-1] == "": lines.pop()
+    return [l[:-1] if l.endswith("\r") else l for l in lines]
+
+def _csv_lines(path:Path, blank:bool=False) -> list:
+    "[(line number, cells, None)] of a .csv, one record per line whatever it holds (an open quote cannot swallow the next lines); a blank line is a record of a private file (`blank`), dropped from a public one."
+    return [(i, _csv_line(l), None) for i, l in enumerate(_text_lines(path), 1) if blank or l.strip()]
 
 def _parses(v:str) -> bool:
     try: float(v); return True
@@ -174,6 +181,7 @@ def _read_csv(path:Path, target:int|str=-1) -> tuple:
     try: y = np.asarray([float(v) for v in y])
     except ValueError: y = np.asarray(y)                                  # text labels: coded by `from_arrays`
     return np.asarray(X, dtype=float), y
+
 
 # %% ../../nbs/problems/03_dataset.ipynb #d3b66024
 class LabelCodingWarning(UserWarning):
@@ -289,22 +297,29 @@ def _column(path:Path, head:list, has_head:bool, name, what:str) -> int:
     if not has_head or name not in head: raise ValueError(f"{path.name}: no header column {name!r} for {what}. Name a column of the header, or give its index.")
     return head.index(name)
 
-def _csv_schema(path:Path, target:int|str=-1, public:Path|None=None) -> tuple:
-    "(lines, header names or None, width): the header (a first line holding no number) and the row length are schema: without a header, the `public` file's."
-    lines = _csv_lines(path)
+def _named(target, categorical) -> bool:
+    "Whether a column is named by a header name (so the file has a header, by the user's own declaration)."
+    return isinstance(target, str) or any(not str(c).lstrip("-").isdigit() for c in (categorical or {}))
+
+def _csv_schema(path:Path, target:int|str=-1, public:Path|None=None, categorical:dict|None=None, own:bool=False) -> tuple:
+    "(lines, header names or None, width). A PRIVATE file has a header when a column is named, or when the `public` held-out file has one; only a public file (`own`) shows its own (a first line holding no number)."
+    lines = _csv_lines(path, blank=not own)
     if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, one column being y.")
     head = lines[0][1]
+    if own: has_head = _named(target, categorical) or (len(lines) > 1 and all(math.isnan(_number(v)) for v in head))
+    else: has_head = _named(target, categorical) or (public is not None and _csv_schema(public, target, own=True)[1] is not None)
     if isinstance(target, str) and target not in head:
         raise ValueError(f"{path.name}: no header column {target!r}. Name the target column as the header does, or pass its index.")
-    has_head = isinstance(target, str) or (len(lines) > 1 and all(math.isnan(_number(v)) for v in head))   # a header holds no number
-    width = len(head) if has_head else _csv_schema(public, target)[2] if public else Counter(len(c) for _, c, _ in lines).most_common(1)[0][0]
-    if width < 2: raise ValueError(f"{path.name} has one column: it needs features and a target column y.")
+    width = len(head) if has_head else _csv_schema(public, target, own=True)[2] if public else Counter(len(c) for _, c, _ in lines).most_common(1)[0][0]
+    if width < 2: raise ValueError(f"{path.name} has one column: it needs features and a target column y (dpnb reads comma-separated values: "
+                                   "a file separated by ';' or tabs reads as one column).")
     return lines, (head if has_head else None), width
 
+
 # %% ../../nbs/problems/03_dataset.ipynb #21519de4
-def _aligned(path:Path, rows:list, head, width:int, like:Path, target) -> tuple:
+def _aligned(path:Path, rows:list, head, width:int, like:Path, target, categorical=None) -> tuple:
     "(rows, header) of a held-out .csv in the column order of the training file `like`, or a refusal showing both schemas."
-    _, lhead, lwidth = _csv_schema(like, target, public=path)
+    _, lhead, lwidth = _csv_schema(like, target, public=path, categorical=categorical)
     if head is None or lhead is None:
         if width == lwidth and head is None and lhead is None: return rows, None
         say = lambda h, w: f"{w} columns, " + ("header " + ",".join(h) if h else "no header")
@@ -318,28 +333,30 @@ def _aligned(path:Path, rows:list, head, width:int, like:Path, target) -> tuple:
     perm = [head.index(c) for c in lhead]
     return [(i, [cells[j] for j in perm] if len(cells) == width else cells, x) for i, cells, x in rows], lhead
 
-def _csv_records(path:Path, target:int|str=-1, categorical:dict|None=None, like:Path|None=None, public:Path|None=None) -> tuple:
+def _csv_records(path:Path, target:int|str=-1, categorical:dict|None=None, like:Path|None=None, public:Path|None=None, held_out:bool=False) -> tuple:
     "(X, labels) of a .csv, every line a record; with `like` (the training file), in its schema (`_aligned`); headerless, `public`'s width."
-    lines, head, width = _csv_schema(path, target, public)
+    lines, head, width = _csv_schema(path, target, public, categorical, own=held_out)
     rows = lines[1:] if head is not None else lines
     if not rows: raise ValueError(f"{path.name} has a header and no data rows.")
-    if like is not None: rows, head = _aligned(path, rows, head, width, Path(like), target)
+    if like is not None: rows, head = _aligned(path, rows, head, width, Path(like), target, categorical)
     t0 = head.index(target) if isinstance(target, str) else target
     if not -width <= t0 < width: raise ValueError(f"{path.name}: no target column {target!r} among its {width} columns.")
     cat = {_column(path, head or [], head is not None, c, "--categorical") % width: cats for c, cats in (categorical or {}).items()}
     if t0 % width in cat: raise ValueError(f"{path.name}: the target column is also declared categorical. Declare its classes with --classes instead.")
     return _record_rows(rows, width, t0 % width, cat)
 
+
 # %% ../../nbs/problems/03_dataset.ipynb #db9e6320
 def read_records(path:str|Path, # a private .csv (header optional) or .npz (arrays X and y)
                  target:int|str=-1, # the target column of a .csv: an index, or a header name
                  categorical:dict|None=None, # {column (header name or index): [categories]} of a .csv: one-hot coded (PUBLIC schema)
                  like:str|Path|None=None, # the training .csv whose schema (header, width) a held-out .csv must share
-                 schema:str|Path|None=None, # the held-out .csv (PUBLIC) whose width a headerless private .csv takes
+                 schema:str|Path|None=None, # the held-out .csv (PUBLIC) whose header and width a private .csv takes
+                 held_out:bool=False, # `path` is a held-out file (PUBLIC): its own first line may say it is a header
                 ) -> tuple: # (X float (n, p), NaN where a record is malformed; labels (n,) as text)
     "A PRIVATE data file, every line a record: nothing a record holds can stop the read or reach a message."
     path = _existing(path)
-    if path.suffix == ".csv": return _csv_records(path, target, categorical, like, schema and _existing(schema))
+    if path.suffix == ".csv": return _csv_records(path, target, categorical, like, schema and _existing(schema), held_out)
     if categorical: raise ValueError(f"{path.name}: categorical columns are read from a .csv with a header. Code them in your .npz, or use a .csv.")
     if path.suffix != ".npz": raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (one column y).")
     with np.load(path) as f:
@@ -349,14 +366,22 @@ def read_records(path:str|Path, # a private .csv (header optional) or .npz (arra
     if X.dtype.kind not in "biuf": X = np.vectorize(lambda v: _number(str(v)), otypes=[float])(X)
     return X.astype(float), y.astype(str)
 
+
 # %% ../../nbs/problems/03_dataset.ipynb #5bf58ce7
-def width_warning(data, test, target:int|str=-1) -> list:
+def width_warning(data, test, target:int|str=-1, categorical:dict|None=None) -> list:
     "[a warning] when a headerless training .csv is read at its headerless held-out .csv's width (public), else []."
     if not (str(data).endswith(".csv") and str(test).endswith(".csv")): return []
-    _, head, width = _csv_schema(_existing(test), target)
-    if head is not None or _csv_schema(_existing(data), target, _existing(test))[1] is not None: return []
-    return [f"{Path(data).name} has no header, so its rows are read at the held-out file {Path(test).name}'s width ({width} columns) and a row of "
-            "another length is a malformed record (zeroed); give both files a header to have their columns matched by name."]
+    _, head, width = _csv_schema(_existing(test), target, categorical=categorical, own=True)
+    if head is not None or _csv_schema(_existing(data), target, _existing(test), categorical)[1] is not None: return []
+    return [f"{Path(data).name} is read without a header, as the held-out file {Path(test).name} has none, and its rows at that file's width ({width} "
+            "columns): a row of another length is a malformed record (zeroed); give both files a header to have their columns matched by name."]
+
+def header_note(data, test, target:int|str=-1, categorical:dict|None=None) -> str|None:
+    "A note when nothing public says whether a private .csv has a header: every line is then read as a record."
+    if not str(data).endswith(".csv") or _named(target, categorical) or str(test).endswith(".csv"): return None
+    return (f"{Path(data).name} is read with every row a record: its first row is not read to decide whether it is a header. If it is one, "
+            "name the target column (--target NAME) or give a held-out .csv with the same header (--test); as it is, a header is one zeroed record.")
+
 
 # %% ../../nbs/problems/03_dataset.ipynb #958237bb
 def parse_categorical(specs:list|None) -> dict|None:
@@ -368,18 +393,47 @@ def parse_categorical(specs:list|None) -> dict|None:
             except (OSError, ValueError) as err: raise ValueError(f"--categorical {s}: {err}. Give a .json object {{column: [categories]}}.") from None
             if not isinstance(m, dict) or not all(isinstance(v, list) and v for v in m.values()):
                 raise ValueError(f"--categorical {s}: expected a .json object {{column: [categories, ...]}}.")
-            out.update({str(k): [str(c) for c in v] for k, v in m.items()})
-        elif "=" in s and s.split("=", 1)[1].strip(): out[s.split("=", 1)[0].strip()] = [c.strip() for c in s.split("=", 1)[1].split(",")]
+            new = {str(k): [str(c) for c in v] for k, v in m.items()}
+        elif "=" in s and s.split("=", 1)[1].strip(): new = {s.split("=", 1)[0].strip(): [c.strip() for c in s.split("=", 1)[1].split(",")]}
         else: raise ValueError(f"--categorical {s!r}: give COLUMN=A,B,C (the column's categories, public) or a .json file of them.")
+        if twice := sorted(set(new) & set(out)): raise ValueError(f"--categorical declares column(s) {twice} twice: give each column's categories once.")
+        out.update(new)
     return out or None
 
 def onehot_columns(path, target:int|str=-1, categorical:dict|None=None) -> np.ndarray|None:
     "Which columns of a .csv's features (`read_records`) are one-hot indicators, from its header and the declared categories (PUBLIC); None without any."
     if not categorical or not str(path).endswith(".csv"): return None
-    path = _existing(path); _, head, width = _csv_schema(path, target)
+    path = _existing(path); _, head, width = _csv_schema(path, target, categorical=categorical)
     t = (head.index(target) if isinstance(target, str) else target) % width
     cat = {_column(path, head or [], head is not None, c, "--categorical") % width: len(cats) for c, cats in categorical.items()}
     return np.array([c in cat for c in range(width) if c != t for _ in range(cat.get(c, 1))], dtype=bool)
+
+
+
+# %% ../../nbs/problems/03_dataset.ipynb #f1f3e27c
+def _held_out_cell(path:Path, target, categorical:dict|None, like, row:int, col:int) -> str:
+    "Where a held-out .csv (PUBLIC) gives no number: the line, the column by name, the cell, and the fix (its own values may be shown)."
+    lines, head, width = _csv_schema(path, target, categorical=categorical, own=True)
+    rows = lines[1:] if head is not None else lines
+    if like is not None: rows, head = _aligned(path, rows, head, width, Path(like), target, categorical)
+    t = (head.index(target) if isinstance(target, str) else target) % width
+    cat = {_column(path, head or [], head is not None, c, "--categorical") % width: cats for c, cats in (categorical or {}).items()}
+    c = [c for c in range(width) if c != t for _ in range(len(cat.get(c, [0])))][col]
+    i, cells, _ = rows[row]; name = head[c] if head else c
+    if len(cells) != width: return f"line {i} has {len(cells)} columns where the file has {width}; give every row the same columns."
+    if c in cat: return f"line {i}, column {name}: {cells[c]!r} is not among the declared categories {cat[c]}; declare it (--categorical) or fix the row."
+    text = sorted({r[c] for _, r, _ in rows if len(r) == width and not _parses(r[c])})
+    if len(text) < len(rows) / 2: return f"line {i}, column {name}: {cells[c]!r} is not a number; fix or remove that row."
+    return (f"line {i}, column {name}: {cells[c]!r} is not a number, and the column holds text: declare its categories, "
+            f"--categorical {name}={','.join(text[:12])}{',...' if len(text) > 12 else ''} (public schema), or drop the column.")
+
+def check_held_out(X, path, target:int|str=-1, categorical:dict|None=None, like=None):
+    "Refuse a held-out file (PUBLIC: evaluation only) with a cell that gives no number; for a .csv, name its line, column and value, and the fix."
+    bad = ~np.isfinite(np.asarray(X))
+    if not bad.any(): return
+    if not str(path).endswith(".csv"): check_finite(X, f"held-out file {path}: X")
+    row, col = (int(v) for v in np.argwhere(bad)[0])
+    raise ValueError(f"held-out file {Path(path).name}, " + _held_out_cell(_existing(path), target, categorical, like, row, col))
 
 
 # %% ../../nbs/problems/03_dataset.ipynb #da15f6f8
