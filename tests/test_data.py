@@ -1,9 +1,11 @@
 """The data pipeline (dpnotebooks.problems.data): label coding said and checked against the loss, a public-seed split,
 public and private (ledger-charged) scaling, refusal before any data are read, and `dpnb run` end to end on breast-cancer."""
-import json, warnings
+import importlib.util, json, warnings
+from pathlib import Path
 import numpy as np
 import pytest
 from conftest import untouchable
+ROOT = Path(__file__).resolve().parent.parent
 from dpnotebooks.core.backend import to_numpy
 from dpnotebooks.interface.cli import main
 from dpnotebooks.problems.data import (code_labels, train_test_split, fit_private_scaler, private_scaler_ledger, compose, check_composition,
@@ -165,3 +167,12 @@ def test_a_held_out_split_without_a_label_of_the_schema_is_refused_before_the_ru
     assert main(["run", "dp-sgd", "--problem", "logistic", "--data", str(tmp_path / "t.csv"), "--test-fraction", "0.3", "--epsilon", "1",
                  "--delta", "1e-5", "--quiet", "--out", str(out)]) == 2
     assert "No row of the held-out split" in capsys.readouterr().err and not out.exists()
+
+def test_a_dataframe_through_from_pandas_and_get_problem_learns(tmp_path):
+    "benchmarks/pandas_table.py, one seed: text labels coded ±1 by the declared classes, the age scaled by public bounds, the intercept "
+    "added: DP-SGD at ε = 8 is within 3 points of scikit-learn's non-private fit (measured 0.887 against 0.888); before, 0.455."
+    pytest.importorskip("pandas", reason="pandas is not installed (it is in the dev extra)")
+    spec = importlib.util.spec_from_file_location("pandas_table", ROOT / "benchmarks" / "pandas_table.py")
+    pt = importlib.util.module_from_spec(spec); spec.loader.exec_module(pt)
+    major, sk = pt.reference(); acc = pt.accuracies({"age": (20, 70)}, seeds=[0])[0]
+    assert acc > sk - 0.03 and acc > major + 0.2, (acc, sk, major)

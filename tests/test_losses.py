@@ -171,3 +171,35 @@ def test_a_nonfinite_record_stays_in_its_row_for_a_jax_convolution():
     X = np.broadcast_to(p.x0, (6, 1, p.dim))
     for G, G0 in ((p.grad_each(X, p.data)[:, 0], clean.grad_each(X, clean.data)[:, 0]), (p.grad(X[:1, 0], p.data)[0], clean.grad(X[:1, 0], clean.data)[0])):
         assert np.isnan(G[2]).all(); np.testing.assert_allclose(np.delete(G, 2, 0), np.delete(G0, 2, 0), rtol=1e-12, atol=1e-15)   # recomputed one by one: the last bits may differ
+
+@needs_torch
+@pytest.mark.parametrize("odd", [np.nan, 10.0, -1.0])
+@pytest.mark.parametrize("ghost", [True, False])
+def test_a_torch_record_the_model_cannot_read_is_zeroed_not_raised(odd, ghost):
+    "A 3-class CrossEntropy model: one label NaN, out of range (10) or negative would make torch raise in the batch; the record is "
+    "zeroed instead (as a NaN record), so the run and its neighbour end alike, with the same ledger and no message (rule 1)."
+    r = np.random.default_rng(0); A = r.normal(size=(300, P)); y = (A[:, 0] > 0).astype(float) + (A[:, 1] > 0)
+    act = torch.nn.ReLU() if ghost else torch.nn.PReLU()                # PReLU has no ghost rule: the per-sample path
+    xent = lambda o, t: torch.nn.functional.cross_entropy(o[None], t.long()[None])
+    runs = []
+    for labels in (y, np.where(np.arange(300) == 7, odd, y)):
+        torch.manual_seed(0); net = torch.nn.Sequential(torch.nn.Linear(P, H), act, torch.nn.Linear(H, 3))
+        import warnings
+        with warnings.catch_warnings(): warnings.simplefilter("ignore"); prob = from_torch(net, (A, labels), L=1.0, loss=xent)
+        assert ("clipped_sum" in prob._fns) == ghost
+        runs.append(minimize(prob, "dp-sgd", epsilon=4.0, delta=1e-5, seed=0, epochs=2))
+    assert np.all(np.isfinite(runs[1].x)) and runs[0].ledger.to_dicts() == runs[1].ledger.to_dicts()
+    assert 0 < np.abs(runs[0].x - runs[1].x).max() < 1.0
+
+def test_a_checkpoint_of_another_loss_or_model_is_refused_on_resume(tmp_path):
+    "The fingerprint holds the loss's signature (values on seeded probe records at and near x0): another loss at the same x0 is refused."
+    from dpnotebooks.engine.checkpoint import CheckpointError, problem_description
+    logit = lambda q, a: jnp.maximum(a @ q["W1"] + q["b1"], 0) @ q["w2"] + q["b2"]
+    params = {k: jnp.asarray(v) for k, v in mlp_weights().items()}
+    bce = lambda q, a, y: jnp.logaddexp(0.0, logit(q, a)) - y * logit(q, a)
+    mse = lambda q, a, y: (logit(q, a) - y) ** 2
+    a, a2, b = (from_jax(f, params, data(), L=1.0) for f in (bce, bce, mse))
+    assert a.signature == a2.signature != b.signature and a.signature in problem_description(a)
+    ck = tmp_path / "run.ckpt"
+    minimize(a, "dp-sgd", epsilon=1.0, delta=1e-5, seed=0, epochs=2, checkpoint=ck)
+    with pytest.raises(CheckpointError, match="the problem"): minimize(b, "dp-sgd", epsilon=1.0, delta=1e-5, seed=0, epochs=2, checkpoint=ck, resume=True)

@@ -54,7 +54,7 @@ def test_declared_text_classes_and_a_held_out_file_name_the_schema(tmp_path, cap
     r = json.loads(out.read_text()); assert r["data"]["labels"]["schema"] == dict(negative=["no"], positive="yes")
     assert main(BASE + ["--data", str(tmp_path / "t.csv"), "--test", str(tmp_path / "h.csv"), "--out", str(out)]) == 0
     r = json.loads(out.read_text())
-    assert r["data"]["labels"]["source"] == "declared" and r["evaluation"]["accuracy_out"] > 0.8     # the held-out file's labels: no, yes
+    assert r["data"]["labels"]["source"] == "held-out file" and r["evaluation"]["accuracy_out"] > 0.8     # the held-out file's labels: no, yes
     assert main(BASE + ["--data", str(tmp_path / "t.csv"), "--out", str(out)]) == 0                 # undeclared text labels: every record zeroed
     assert "declare classes" in capsys.readouterr().err
 

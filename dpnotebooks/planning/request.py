@@ -235,7 +235,7 @@ def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|Non
     if data in BUNDLED:                                                   # public data: its label set may be read
         raw = _bundled(data, problem, classes); train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
     else: train, coding = _private_file(data, loss, cl := _schema_classes(test, loss, classes, target, like, categorical), target, categorical,
-                                        like and test, None if classes is not None or cl is None else f"held-out file {Path(test).name}'s")
+                                        like and test, None if classes is not None or cl is None else "held-out file")
     _check_size(n, d, train, data)
     held, what, split = None, None, None
     if test is not None:

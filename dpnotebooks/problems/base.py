@@ -7,11 +7,13 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/problems/problems.html.md"""
 # %% ../../nbs/problems/04_problems.ipynb #9d3818be
 from __future__ import annotations
 import math
+from pathlib import Path
 import numpy as np
 from ..core.backend import get_xp, get_backend, get_dtype, get_device, asarray, to_numpy, vnorm, make_rng, einsum
 from ..privacy.clipping import Clipped, zero_nonfinite, row_norms
-from .dataset import Dataset, normalize_rows, check_finite, load_file, load_sklearn
-from .data import add_intercept
+from .dataset import Dataset, normalize_rows, check_finite, load_sklearn, read_records
+from .data import add_intercept, code_schema, label_coding, label_numbers, multiclass, check_classes
+
 
 # %% auto #0
 __all__ = ['BLOCK_ELEMENTS', 'CAPABILITIES', 'PROBLEMS', 'check_points', 'Problem', 'capabilities', 'LinearModel',
@@ -369,6 +371,23 @@ def _linear_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng
 
 LinearModel.clipped_sum = _linear_clipped_sum
 
+# %% ../../nbs/problems/04_problems.ipynb #465fb3c1
+def _user_file(P, path, classes=None) -> Dataset:
+    "A user's file, read as PRIVATE (`read_records`: every row a record, none named), labels coded for P's loss by the public schema (`code_schema`), rows in the unit ball."
+    X, labels = read_records(path)
+    y = code_schema(labels, P.name, classes)[0] if label_coding(P.name) else label_numbers(labels)
+    return Dataset(normalize_rows(X), y, Path(path).stem)
+
+def _schema_coded(P, ds:Dataset) -> Dataset:
+    "A reader's `Dataset` whose labels are class indices of its declared `classes` (`Dataset.from_pandas`): coded for P's loss, rows in the unit ball."
+    k, want = len(ds.classes), label_coding(P.name)
+    if want is None: raise ValueError(f"The data declare classes {ds.classes}, and {P.name} reads its targets as numbers: choose logistic or sigmoid-glm.")
+    if k > 2 and P is not Logistic: raise ValueError(f"{P.name} is a binary loss and the data declare {k} classes: use logistic (softmax for k > 2).")
+    y = to_numpy(ds.y)
+    if k == 2: y = np.where(y == 1, want[1], np.where(y == 0, want[0], np.nan))
+    return Dataset(normalize_rows(to_numpy(ds.A)), y, ds.name)
+
+
 # %% ../../nbs/problems/04_problems.ipynb #dd75a508
 PROBLEMS = {P.name: P for P in (RobustRegression, PhaseRetrieval, ReluNet, SigmoidGLM, Logistic, Saddle)}
 
@@ -376,15 +395,16 @@ def list_problems() -> list:
     "(name, summary) for every registered problem."
     return [(name, P.summary) for name, P in PROBLEMS.items()]
 
-def _load_data(P, data, n, d, seed, outlier_fraction, intercept=None, **kw):
-    "The problem's data: synthetic (centred: no intercept), a bundled dataset or a file (an intercept for a linear model), or a prepared `Dataset` as given."
+def _load_data(P, data, n, d, seed, outlier_fraction, intercept=None, classes=None, **kw):
+    "The problem's data: synthetic (centred: no intercept), a bundled dataset, a file or a reader's `Dataset` with classes (an intercept for a linear model), or a prepared `Dataset` as given."
     if intercept and not getattr(P, "fits_intercept", False): raise ValueError(f"{P.name} has no intercept: drop intercept=True.")
-    ds = _raw_data(P, data, n, d, seed, outlier_fraction, **kw)
-    wanted = intercept if intercept is not None else getattr(P, "fits_intercept", False) and not isinstance(data, Dataset) and data not in (None, "synthetic")
+    ds = _raw_data(P, data, n, d, seed, outlier_fraction, classes, **kw)
+    user = data.classes is not None if isinstance(data, Dataset) else data not in (None, "synthetic")
+    wanted = intercept if intercept is not None else getattr(P, "fits_intercept", False) and user
     return add_intercept(ds) if wanted else ds
 
-def _raw_data(P, data, n, d, seed, outlier_fraction, **kw):
-    if isinstance(data, Dataset): return data                                 # prepared data (dpnotebooks.problems.data), used as given
+def _raw_data(P, data, n, d, seed, outlier_fraction, classes=None, **kw):
+    if isinstance(data, Dataset): return data if data.classes is None else _schema_coded(P, data)   # prepared data: as given
     if data in (None, "synthetic"):
         for nm, v in (("n", n), ("d", d)):
             if not isinstance(v, (int, np.integer)) or v < 1: raise ValueError(f"`{nm}` must be a positive integer. Found {v!r}.")
@@ -392,25 +412,33 @@ def _raw_data(P, data, n, d, seed, outlier_fraction, **kw):
         return P.synthetic(int(n), int(d), seed=seed, outlier_fraction=outlier_fraction, **extra)
     if data in ("breast-cancer", "digits"):
         return load_sklearn(data, labels="01" if P is SigmoidGLM else "pm1")
-    return load_file(data)
+    return _user_file(P, data, classes)
+
 
 # %% ../../nbs/problems/04_problems.ipynb #55068ab6
 def get_problem(name:str, # a name from `list_problems()`
                 n:int=1000, # number of samples (synthetic data)
                 d:int=10, # feature dimension (synthetic data)
                 seed:int=0, # seed of the synthetic data (not of any privacy noise)
-                data:str|Dataset|None=None, # None/'synthetic', 'breast-cancer', 'digits', a .npz/.csv path, or a prepared `Dataset`
+                data:str|Dataset|None=None, # None/'synthetic', 'breast-cancer', 'digits', a .npz/.csv path, a `Dataset.from_pandas`, or a prepared `Dataset`
                 outlier_fraction:float|None=None, # synthetic outliers (default 0.1; 0 for 'saddle')
-                intercept:bool|None=None, # a public constant feature (`add_intercept`); default: for a linear model on a bundled dataset or a file
+                intercept:bool|None=None, # a public constant feature (`add_intercept`); default: for a linear model on a bundled dataset or a user's data
+                classes=None, # a file's label schema (PUBLIC): [negative, positive], or k > 2 classes (logistic: softmax); default 1 positive, 0 or -1 negative
                 **kwargs, # problem options, e.g. hidden=, loss= for 'relu-net'
                ) -> Problem:
     "Build a registered problem on synthetic, bundled or user data."
     if name not in PROBLEMS: raise ValueError(f"Unknown problem {name!r}. Available: {', '.join(PROBLEMS)}.")
+    if classes is not None and (isinstance(data, Dataset) or data in (None, "synthetic", "breast-cancer", "digits")):
+        raise ValueError("classes= is the label schema of a file given as data=; a Dataset declares its own (Dataset.from_pandas(..., classes=)).")
+    check_classes(name, classes)
     P = PROBLEMS[name]
     if outlier_fraction is None: outlier_fraction = 0.0 if P is Saddle else 0.1
-    ds = _load_data(P, data, n, d, seed, outlier_fraction, intercept, **kwargs)
+    ds = _load_data(P, data, n, d, seed, outlier_fraction, intercept, classes, **kwargs)
+    k = len(data.classes) if isinstance(data, Dataset) and data.classes is not None else len(multiclass(name, classes) or ())
+    if P is Logistic and k > 2: return PROBLEMS["multinomial"](ds, k)      # softmax cross-entropy (problems.multinomial registers it)
     if P in (PhaseRetrieval, ReluNet): kwargs.setdefault("seed", seed)
     return P(ds, **kwargs)
+
 
 # %% ../../nbs/problems/04_problems.ipynb #3286d816
 def check_loss(problem:Problem, b:int=2, k:int=3):

@@ -26,6 +26,7 @@ def _numeric(kind) -> bool:
 
 class Dataset:
     "Features `A` (n, p) and targets `y` (n,) on the active backend; indexing returns a sub-`Dataset`."
+    classes = None     # a reader's declared label schema (`from_pandas`): y holds class indices of it, for `get_problem` to code
     def __init__(self, A, y, name:str="data"):
         for what, v in (("features A", A), ("targets y", y)):
             kind = getattr(np.asarray(v) if not hasattr(v, "dtype") else v, "dtype", None)
@@ -39,6 +40,7 @@ class Dataset:
     def _rows(self, A, y):
         "A sub-dataset of rows already checked: no second check (a step draws one per batch)."
         sub = object.__new__(type(self)); sub.A, sub.y, sub.name = A, y, self.name
+        if self.classes is not None: sub.classes = self.classes
         return sub
     def __getitem__(self, idx):
         "Rows `idx`: a slice, integer indices (host or device) or a boolean mask; the rows stay on the device."
@@ -52,6 +54,7 @@ class Dataset:
     @property
     def p(self): return int(self.A.shape[1])
     def __repr__(self): return f"Dataset({self.name!r}, n={len(self)}, p={self.p})"
+
 
 # %% ../../nbs/problems/03_dataset.ipynb #c606943e
 def normalize_rows(A, max_norm:float=1.0):
@@ -436,26 +439,49 @@ def check_held_out(X, path, target:int|str=-1, categorical:dict|None=None, like=
     raise ValueError(f"held-out file {Path(path).name}, " + _held_out_cell(_existing(path), target, categorical, like, row, col))
 
 
+# %% ../../nbs/problems/03_dataset.ipynb #99075486
+def _class_of(y, classes:list) -> np.ndarray:
+    "Class indices of labels `y` by the declared classes (compared as numbers where a class is one, else as text); NaN for any other, a missing one included."
+    s = np.asarray(y).astype(str); num = numbers(s)
+    if len(set(map(str, classes))) != len(classes) or len(classes) < 2: raise ValueError(f"classes must list two or more distinct labels. Found {list(classes)}.")
+    hit = [num == float(c) if _parses(str(c)) else s == str(c) for c in classes]
+    return np.select(hit, [float(j) for j in range(len(classes))], np.nan)
+
+def _scaled(v, col, bounds) -> np.ndarray:
+    "A numeric column mapped to [−1, 1] by its PUBLIC (lower, upper): `bounds` gives one pair for every numeric column or {column: pair}."
+    lo_hi = bounds.get(col) if isinstance(bounds, dict) else bounds
+    if lo_hi is None: return v
+    lo, hi = (float(b) for b in lo_hi)
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo): raise ValueError(f"bounds for {col!r} must be finite numbers, upper > lower. Found {lo_hi}.")
+    return (v - (lo + hi) / 2) / ((hi - lo) / 2)
+
+
 # %% ../../nbs/problems/03_dataset.ipynb #da15f6f8
 def _from_pandas(cls, df, # a pandas DataFrame (PRIVATE)
                  target:str, # the target column
                  categorical:dict|None=None, # {column: [categories]}, PUBLIC: one-hot coded in the declared order
-                 classes=None, # text labels' classes (PUBLIC): classes[k] becomes k, another label NaN
+                 classes=None, # the label schema (PUBLIC): classes[k] becomes class k, another label NaN; `get_problem` codes it for its loss
+                 bounds=None, # PUBLIC (lower, upper) of every numeric column, or {column: (lower, upper)}: mapped to [−1, 1]; None: as they are
                  name:str="data") -> Dataset:
-    "A `Dataset` from a DataFrame: numeric columns as they are, categorical ones one-hot by declared categories, NaN for what the schema does not cover."
+    "A `Dataset` from a DataFrame: numeric columns (scaled by public bounds), categorical ones one-hot by declared categories, labels by declared classes, NaN for what the schema does not cover."
     categorical = dict(categorical or {})
+    if df.columns.duplicated().any(): raise ValueError(f"{name}: column names repeat ({sorted(set(df.columns[df.columns.duplicated()]))}): give each column its own name.")
     missing = [c for c in [target, *categorical] if c not in df.columns]
     if missing: raise ValueError(f"{name}: no column(s) {missing} in the DataFrame. Its columns: {list(df.columns)[:12]}.")
+    if target in categorical: raise ValueError(f"{name}: the target {target!r} is also declared categorical. Declare its classes with classes=[...] instead.")
+    if not len(df): raise ValueError(f"{name}: the DataFrame has no rows.")
     blocks = []
     for col in (c for c in df.columns if c != target):
         v = df[col].to_numpy()
         if col in categorical: blocks.append(one_hot(v, categorical[col])); continue
-        if v.dtype.kind not in "biuf": raise ValueError(f"{name}: column {col!r} is not numeric (dtype {v.dtype}). Declare its categories, "
+        if v.dtype.kind not in "biuf": raise ValueError(f"{name}: column {col!r} is not numeric (dtype {df[col].dtype}). Declare its categories, "
                                                         f"categorical={{{col!r}: [...]}}, or drop it.")
-        blocks.append(v.astype(float)[:, None])
+        blocks.append(_scaled(v.astype(float), col, bounds)[:, None])
     y = df[target].to_numpy()
-    if y.dtype.kind not in "biuf":
-        if classes is None: raise ValueError(f"{name}: the target {target!r} holds text: declare its classes, classes=[...] (public schema).")
-        y = np.select([y.astype(str) == str(c) for c in classes], [float(k) for k in range(len(classes))], np.nan)
-    return cls(np.concatenate(blocks, axis=1) if blocks else np.zeros((len(df), 0)), np.asarray(y, dtype=float), name)
+    if classes is not None: y = _class_of(y, list(classes))
+    elif y.dtype.kind not in "biuf": raise ValueError(f"{name}: the target {target!r} holds text: declare its classes, classes=[...] (public schema).")
+    ds = cls(np.concatenate(blocks, axis=1) if blocks else np.zeros((len(df), 0)), np.asarray(y, dtype=float), name)
+    if classes is not None: ds.classes = list(classes)
+    return ds
 Dataset.from_pandas = classmethod(_from_pandas)
+

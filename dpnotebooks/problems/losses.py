@@ -6,7 +6,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/problems/losses.html.md"""
 
 # %% ../../nbs/problems/04e_losses.ipynb #2be2823b
 from __future__ import annotations
-import copy, math, warnings
+import copy, hashlib, math, warnings
 import numpy as np
 from ..core.backend import asarray, to_numpy, get_xp, default_chunk
 from ..privacy.clipping import Clipped, clip_rows
@@ -44,27 +44,40 @@ class FrameworkLoss(Problem):
 
 # %% ../../nbs/problems/04e_losses.ipynb #8539b901
 def _predict(self, x, A):
-    "The model's score at the flat parameters `x` on the rows of `A`: shape (n,)."
+    "The model's scores at the flat parameters `x` on the rows of `A`: (n,) for one output, (n, k) for k outputs (one score per class)."
     if "predict" not in self._fns: raise ValueError(f"This {self.framework} loss was built without a predictor; pass predict= to from_{self.framework}.")
-    return np.asarray(self._fns["predict"](np.asarray(to_numpy(x), dtype=float), np.asarray(to_numpy(A), dtype=float)), dtype=float).reshape(-1)
+    s = np.asarray(self._fns["predict"](np.asarray(to_numpy(x), dtype=float), np.asarray(to_numpy(A), dtype=float)), dtype=float)
+    n = len(to_numpy(A))
+    return s.reshape(-1) if s.size == n else s.reshape(n, -1)
 
 def _score(self, x, data=None) -> float:
-    "Accuracy at `x` on `data` (default its own data; evaluate on held-out data): class 1 where predict > 0."
+    "Accuracy at `x` on `data` (default its own data; evaluate on held-out data): class 1 where the one score > 0; with k scores, the largest one's class against y's class index."
     d = self.data if data is None else _as_dataset(data)
-    return float(np.mean((_predict(self, x, d.A) > 0) == (to_numpy(d.y) > 0)))
+    s, y = _predict(self, x, d.A), to_numpy(d.y)
+    return float(np.mean(s.argmax(axis=1) == y if s.ndim == 2 else (s > 0) == (y > 0)))
 
 def _params_at(self, x): return self.unflatten(np.asarray(to_numpy(x), dtype=float))
 
 FrameworkLoss.predict, FrameworkLoss.score, FrameworkLoss.params_at = _predict, _score, _params_at
 
+
 # %% ../../nbs/problems/04e_losses.ipynb #cfbc3de4
 def _check_scalar(prob:FrameworkLoss) -> FrameworkLoss:
-    "The loss returns one scalar per example (checked on a zero record at x0, not on the data)."
+    "The loss returns one scalar per example (checked on a zero record at x0, not on the data); its `signature` is set."
     v = to_numpy(prob.value(prob.x0[None, :], Dataset(np.zeros((1, prob.data.p)), np.zeros(1), "probe")))
     if v.shape != (1, 1):
         raise ValueError(f"The loss must return one scalar per example; on one example it gave shape {v.shape[2:]}. "
                          "Reduce it to a scalar (e.g. .sum()).")
+    prob.signature = _signature(prob)
     return prob
+
+def _signature(prob:FrameworkLoss) -> str:
+    "A digest of the loss's values at x0 and near it on public probe records (seeded, never the data): a checkpoint of another model or loss is refused on resume."
+    r = np.random.default_rng(20261207); probe = Dataset(r.normal(size=(4, prob.data.p)), np.array([0.0, 1.0, 0.0, 1.0]), "probe")
+    x0 = np.asarray(to_numpy(prob.x0)); X = np.stack([x0, x0 + (0.01 * r.normal(size=prob.dim)).astype(x0.dtype)])
+    with np.errstate(all="ignore"): v = np.asarray(to_numpy(prob.value(X, probe)), dtype=float)
+    return hashlib.sha256(np.array2string(v, precision=9, floatmode="maxprec").encode()).hexdigest()[:16]
+
 
 # %% ../../nbs/problems/04e_losses.ipynb #e3d15d45
 def _jax():
@@ -109,6 +122,29 @@ def _rows_apart(run, seq, pts:int):
         rows[bad] = np.nan
         return out
     return grads
+
+def _row_by_row(run, X, A, y, bad, pts:int) -> tuple:
+    "(out, bad): each row of the batch alone (with its own X row where there is one per sample, `pts` = 1); a row that raises is marked bad."
+    outs, bad = [], bad.copy()
+    for i in range(len(A)):
+        try: outs.append(np.array(run(X[i:i + 1] if pts else X, A[i:i + 1], y[i:i + 1])))
+        except Exception: outs.append(None); bad[i] = True
+    good = next((o for o in outs if o is not None), None)
+    if good is None: raise ValueError("The loss raised on every record of a batch: fix the loss (it must not raise on any record).") from None
+    return np.concatenate([good * np.nan if o is None else o for o in outs], axis=1 - pts), bad
+
+def _guarded(run, pts:int):
+    """A host function that no record can stop (rows on axis 0 when `pts` = 1, else axis 1): a row with non-finite inputs is
+    computed on a clean row's and returned NaN; if the batch raises (a finite label outside the model's classes, a token
+    outside its vocabulary), each row is computed alone and a row that raises is NaN. The mechanisms zero NaN rows."""
+    def call(X, A, y):
+        A2, y2, bad = _clean_rows(A, y)
+        try: out = np.array(run(X, A2, y2))
+        except Exception: out, bad = _row_by_row(run, X, A2, y2, bad, pts)
+        np.moveaxis(out, 1 - pts, 0)[bad] = np.nan
+        return out
+    return call
+
 
 # %% ../../nbs/problems/04e_losses.ipynb #be3138de
 def _jax_fns(jax, jnp, f, predict) -> dict:
@@ -184,47 +220,60 @@ def _torch_flat(torch, params:dict, device="cpu"):
 
 # %% ../../nbs/problems/04e_losses.ipynb #6279c5a3
 def _torch_fns(torch, vmap, grad, f, predict, device="cpu") -> dict:
-    "The four host functions (and `predict`) as double vmaps of f(x, a, y) and of torch.func.grad(f), run on `device`."
+    "The four host functions (and `predict`) as double vmaps of f(x, a, y) and of torch.func.grad(f), run on `device`, each `_guarded`."
     g = grad(f)
     over_points = lambda h: vmap(vmap(h, (None, 0, 0)), (0, None, None))
     each = lambda h: vmap(vmap(h, (0, None, None)), (0, 0, 0))
-    T = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float64, device=device)
+    T = lambda a: torch.as_tensor(np.array(a, copy=not np.asarray(a).flags.writeable), dtype=torch.float64, device=device)   # torch warns on a read-only view
     def host(h):
         def run(X, A, y):
             with torch.no_grad(): return h(T(X), T(A), T(y)).cpu().numpy()
         return run
-    fns = dict(value=host(over_points(f)), grad=host(over_points(g)), value_each=host(each(f)), grad_each=host(each(g)))
+    fns = dict(value=_guarded(host(over_points(f)), 0), grad=_guarded(host(over_points(g)), 0),         # no record can stop a call
+               value_each=_guarded(host(each(f)), 1), grad_each=_guarded(host(each(g)), 1))
     if predict is not None:
         p = vmap(predict, (None, 0))
         fns["predict"] = lambda x, A: host(lambda X, A_, y_: p(X, A_))(x, A, np.zeros(1))
     return fns
 
+
+
 # %% ../../nbs/problems/04e_losses.ipynb #fe0062a1
 def _module_loss(torch, functional_call, model, loss, device="cpu"):
     "(per-example loss fn(params, a, y), the float64 eval() copy's parameters, its output on one example, the copy), on `device`."
     if loss is None: raise ValueError("from_torch with a Module needs `loss(output, y) -> scalar`, e.g. torch.nn.functional.binary_cross_entropy_with_logits.")
+    frozen = [k for k, v in model.named_parameters() if not v.requires_grad]
+    if frozen: raise ValueError(f"from_torch trains every parameter of the module, and {len(frozen)} are frozen (requires_grad=False: {', '.join(frozen[:4])}"
+                                f"{', ...' if len(frozen) > 4 else ''}). Unfreeze them, or run the frozen part on the features first and pass only the trainable part.")
     module = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
+    fixed = sorted({type(m).__name__ for m in module.modules() if isinstance(m, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.dropout._DropoutNd))})
+    if fixed: warnings.warn(f"from_torch: {', '.join(fixed)} run as in eval(): a BatchNorm is a fixed affine map with its current running statistics, never "
+                            "updated (batch statistics would mix the records, so no per-sample gradient), and Dropout is off.", stacklevel=3)
     def out(q, a):                                        # the output on one example; a single logit becomes a scalar
         o = functional_call(module, q, (a[None],))[0]
         return o.squeeze(-1) if o.shape[-1:] == (1,) else o
     params = {k: v.detach() for k, v in module.named_parameters()}
     return (lambda q, a, y: loss(out(q, a), y)), params, out, module
 
+
 # %% ../../nbs/problems/04e_losses.ipynb #72d90c8f
 def _framework_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng=None) -> tuple:
     "(Σ_i clip_C ∇ℓ_i(x) (dim,), `Clipped` counts): the framework's one-pass path where it has one (α = 0 only)."
     if Y is not None or alpha != 0: raise ValueError("FrameworkLoss.clipped_sum computes gradients at x itself (alpha = 0); perturbed points go through grad_each.")
-    if "clipped_sum" not in self._fns:                                  # per-sample gradients, in blocks of at most default_chunk() floats
-        xp, rows, S, k, bad = get_xp(), max(1, default_chunk() // self.dim), 0.0, 0, 0
-        for lo in range(0, len(batch), rows):
-            sub = batch[lo:min(len(batch), lo + rows)]
-            c = clip_rows(self.grad_each(asarray(x)[None, None, :] + xp.zeros((len(sub), 1, 1)), sub), clip)
-            S, k, bad = S + xp.sum(c.values, axis=(0, 1)), k + c.clipped, bad + c.nonfinite
-        return (S if len(batch) else xp.zeros(self.dim)), Clipped(None, k, len(batch), bad)
-    S, k, bad = self._fns["clipped_sum"](to_numpy(x), to_numpy(batch.A), to_numpy(batch.y), float(clip))
-    return asarray(np.asarray(S, dtype=np.float64)), Clipped(None, k, len(batch), bad)       # float64 for the noise, whatever the sum's precision
+    if "clipped_sum" in self._fns:                                      # the rows with non-finite inputs are zeroed, as `grad_each` zeroes them
+        A, y = to_numpy(batch.A), to_numpy(batch.y); ok = ~_clean_rows(A, y)[2]
+        try: S, k, bad = self._fns["clipped_sum"](to_numpy(x), A[ok], y[ok], float(clip)) if ok.any() else (np.zeros(self.dim), 0, 0)
+        except Exception: S = None                                      # a finite record the model cannot read: the per-sample path zeroes it
+        if S is not None: return asarray(np.asarray(S, dtype=np.float64)), Clipped(None, k, len(batch), bad + int((~ok).sum()))   # float64 for the noise
+    xp, rows, S, k, bad = get_xp(), max(1, default_chunk() // self.dim), 0.0, 0, 0   # per-sample gradients, in blocks of at most default_chunk() floats
+    for lo in range(0, len(batch), rows):
+        sub = batch[lo:min(len(batch), lo + rows)]
+        c = clip_rows(self.grad_each(asarray(x)[None, None, :] + xp.zeros((len(sub), 1, 1)), sub), clip)
+        S, k, bad = S + xp.sum(c.values, axis=(0, 1)), k + c.clipped, bad + c.nonfinite
+    return (S if len(batch) else xp.zeros(self.dim)), Clipped(None, k, len(batch), bad)
 
 FrameworkLoss.clipped_sum, FrameworkLoss.clipped_sum_perturbs = _framework_clipped_sum, False
+
 
 # %% ../../nbs/problems/04e_losses.ipynb #e7cbac14
 def _torch_device(torch, device):
