@@ -176,3 +176,11 @@ def test_a_dataframe_through_from_pandas_and_get_problem_learns(tmp_path):
     pt = importlib.util.module_from_spec(spec); spec.loader.exec_module(pt)
     major, sk = pt.reference(); acc = pt.accuracies({"age": (20, 70)}, seeds=[0])[0]
     assert acc > sk - 0.03 and acc > major + 0.2, (acc, sk, major)
+
+def test_a_dry_run_checks_the_public_held_out_file_as_the_run_will(tmp_path, capsys):
+    "`dpnb run --dry-run` reads the held-out file (public) as the run does: an undeclared category there is refused before the run, line and column named."
+    (tmp_path / "tr.csv").write_text("age,city,y\n" + "".join(f"{20 + i},lyon,{i % 2}\n" for i in range(50)))
+    (tmp_path / "te.csv").write_text("age,city,y\n30,lyon,0\n41,paris,1\n")
+    args = ["run", "dp-sgd", "--problem", "logistic", "--data", str(tmp_path / "tr.csv"), "--test", str(tmp_path / "te.csv"), "--target", "y",
+            "--categorical", "city=lyon,oslo", "--epsilon", "1", "--delta", "1e-5", "--dry-run"]
+    assert main(args) == 2 and "te.csv, line 3, column city: 'paris' is not among the declared categories" in capsys.readouterr().err

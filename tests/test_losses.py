@@ -203,3 +203,10 @@ def test_a_checkpoint_of_another_loss_or_model_is_refused_on_resume(tmp_path):
     ck = tmp_path / "run.ckpt"
     minimize(a, "dp-sgd", epsilon=1.0, delta=1e-5, seed=0, epochs=2, checkpoint=ck)
     with pytest.raises(CheckpointError, match="the problem"): minimize(b, "dp-sgd", epsilon=1.0, delta=1e-5, seed=0, epochs=2, checkpoint=ck, resume=True)
+
+@needs_torch
+def test_a_loss_that_fails_on_the_public_probe_says_why_and_how_to_fix_it():
+    "CrossEntropy given float targets fails on from_torch's probe (zeros, never the data): the message keeps torch's and names y.long()."
+    net = torch.nn.Sequential(torch.nn.Linear(P, 3))
+    with pytest.raises(ValueError, match=r"public probe record.*y\.long\(\)"):
+        from_torch(net, data(), L=1.0, loss=lambda o, t: torch.nn.functional.cross_entropy(o[None], t[None].to(torch.int32) + 0.5))

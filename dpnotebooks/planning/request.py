@@ -470,6 +470,8 @@ def shape_problem(req:RunRequest):
     if data in BUNDLED:
         ds = _bundled(data, problem, req.classes); _check_size(n, d, ds, data)
         return _problem_on(problem, _intercept(req)(ds), req.data_seed, req.hidden, k)
+    if req.test is not None and req.test not in BUNDLED: _held_out_file(req.test, None if ":" in problem else problem, _schema_classes(req.test, problem, req.classes,   # public: checked as the run will
+        _target(req), csv_pair(data, req.test), req.categorical), _target(req), req.categorical, csv_pair(data, req.test))
     shape = read_records(data, _target(req), req.categorical, schema=csv_pair(data, req.test) and req.test)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
     _check_size(n, d, zeros, data)
     return _problem_on(problem, _intercept(req)(zeros), req.data_seed, req.hidden, k)

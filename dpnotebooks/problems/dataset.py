@@ -478,6 +478,9 @@ def _from_pandas(cls, df, # a pandas DataFrame (PRIVATE)
                                                         f"categorical={{{col!r}: [...]}}, or drop it.")
         blocks.append(_scaled(v.astype(float), col, bounds)[:, None])
     y = df[target].to_numpy()
+    if classes is not None and y.dtype.kind in "biuf" and not any(_parses(str(c)) for c in classes):    # from the dtype and the schema only
+        raise ValueError(f"{name}: the target {target!r} holds numbers and classes={list(classes)} are text: no label could match, so every record "
+                         "would be zeroed. Declare the classes as the target spells them.")
     if classes is not None: y = _class_of(y, list(classes))
     elif y.dtype.kind not in "biuf": raise ValueError(f"{name}: the target {target!r} holds text: declare its classes, classes=[...] (public schema).")
     ds = cls(np.concatenate(blocks, axis=1) if blocks else np.zeros((len(df), 0)), np.asarray(y, dtype=float), name)

@@ -64,12 +64,20 @@ FrameworkLoss.predict, FrameworkLoss.score, FrameworkLoss.params_at = _predict, 
 # %% ../../nbs/problems/04e_losses.ipynb #cfbc3de4
 def _check_scalar(prob:FrameworkLoss) -> FrameworkLoss:
     "The loss returns one scalar per example (checked on a zero record at x0, not on the data); its `signature` is set."
-    v = to_numpy(prob.value(prob.x0[None, :], Dataset(np.zeros((1, prob.data.p)), np.zeros(1), "probe")))
+    raw = getattr(prob._fns["value"], "raw", prob._fns["value"])       # a public probe: its error can be shown as it is
+    probe = Dataset(np.zeros((1, prob.data.p)), np.zeros(1), "probe")
+    try: v = np.asarray(raw(to_numpy(prob.x0[None, :]), to_numpy(probe.A), to_numpy(probe.y)))
+    except Exception as err: raise ValueError(f"The loss fails on a public probe record (zeros) at x0, before any data is read: {type(err).__name__}: "
+                                              f"{str(err)[:300]}. {_PROBE_HINT.get(prob.framework, '')}") from err
     if v.shape != (1, 1):
         raise ValueError(f"The loss must return one scalar per example; on one example it gave shape {v.shape[2:]}. "
                          "Reduce it to a scalar (e.g. .sum()).")
     prob.signature = _signature(prob)
     return prob
+
+_PROBE_HINT = dict(torch="Targets arrive as float64: a class-index loss needs y.long() (e.g. cross_entropy(o[None], y.long()[None])); the module runs in "
+                   "float64 (drop .float() casts in forward); torch.func.vmap must batch every layer (not LSTM or GRU; no .item() or branch on a value).",
+                   jax="Targets arrive as float64: a class-index loss needs y.astype(int); jax.vmap must batch the loss (no Python branch on a value).")
 
 def _signature(prob:FrameworkLoss) -> str:
     "A digest of the loss's values at x0 and near it on public probe records (seeded, never the data): a checkpoint of another model or loss is refused on resume."
@@ -143,6 +151,7 @@ def _guarded(run, pts:int):
         except Exception: out, bad = _row_by_row(run, X, A2, y2, bad, pts)
         np.moveaxis(out, 1 - pts, 0)[bad] = np.nan
         return out
+    call.raw = run                                                      # unguarded: for public probes, whose errors may be shown
     return call
 
 
