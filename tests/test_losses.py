@@ -210,3 +210,11 @@ def test_a_loss_that_fails_on_the_public_probe_says_why_and_how_to_fix_it():
     net = torch.nn.Sequential(torch.nn.Linear(P, 3))
     with pytest.raises(ValueError, match=r"public probe record.*y\.long\(\)"):
         from_torch(net, data(), L=1.0, loss=lambda o, t: torch.nn.functional.cross_entropy(o[None], t[None].to(torch.int32) + 0.5))
+
+def test_accuracy_is_reported_only_on_class_labels():
+    "A user's model with one output predicts a sign: `dpnb run`'s evaluation gives its accuracy on class labels, none on a regression's real targets."
+    from dpnotebooks.planning.request import evaluate
+    A, y01 = data(); y = A @ np.array([1.0, -2.0, 0.5, 1.0]) + 0.1
+    for t, has in ((y01, True), (y, False)):
+        p = from_jax(lambda q, a, t_: (a @ q["w"] - t_) ** 2, {"w": jnp.zeros(P)}, (A, t), L=1.0, predict=lambda q, a: a @ q["w"])
+        assert ("accuracy" in evaluate(p, p.x0, 0.1)) == has

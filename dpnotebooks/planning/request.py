@@ -14,7 +14,7 @@ from fastcore.basics import patch
 from ..core.backend import get_backend, to_numpy, make_rng
 from ..problems.base import get_problem, PROBLEMS
 from ..problems.dataset import onehot_columns, load_file, with_data, Dataset, load_sklearn, read_records, normalize_rows, width_warning, header_note, check_held_out
-from ..problems.data import (NO_LABEL, code_labels, check_classes, numeric_targets_note, held_out_label_error, code_schema, label_coding, multiclass, n_classes, MULTICLASS, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
+from ..problems.data import (NO_LABEL, class_targets, code_labels, check_classes, numeric_targets_note, held_out_label_error, code_schema, label_coding, multiclass, n_classes, MULTICLASS, label_numbers, add_intercept, INTERCEPT, train_test_split, Scaler, public_scaler, fit_private_scaler, private_scaler_ledger,
                                        split_budget, training_epsilon, compose)
 from ..problems.stationarity import goldstein_norm, grad_norm, hessian_min_eig
 from ..privacy.ledger import Ledger, EVENT_FIELDS, Result
@@ -105,7 +105,7 @@ def evaluate(problem, x, alpha:float, k:int=128, kind:str="goldstein") -> dict:
     stat = goldstein_norm(problem, x, 2 * alpha, k=k, rng=1) if kind == "goldstein" else grad_norm(problem, x)
     out = dict(loss=float(to_numpy(problem.loss(x[None, :]))[0]), stationarity=float(stat))
     if kind == "sosp": out["lambda_min"] = hessian_min_eig(problem, x, len(x))     # Lanczos on Hessian-vector products
-    if capabilities(problem)["classifier"]: out["accuracy"] = problem.score(x)     # logistic, sigmoid-glm, hinge relu-net, a user's model
+    if capabilities(problem)["classifier"] and class_targets(problem.data.y): out["accuracy"] = problem.score(x)   # a classifier on class labels
     return out
 
 # %% ../../nbs/planning/36_run_request.ipynb #8f948675

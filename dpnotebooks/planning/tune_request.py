@@ -14,6 +14,7 @@ from ..privacy.accounting import NEIGHBOURING
 from .minimize import check_request
 from .cost import shaped
 from ..problems.base import capabilities
+from ..problems.data import class_targets
 from .tuning import (tune, accuracy, plan_tuning, default_grid, tuning_verdict, DEFAULT_MEAN_RUNS,  # noqa: F401 (the last three:
                                         DISTRIBUTIONS, SCORES, WHEN)                                                      # `dpnb tune`'s choices)
 from .request import RunRequest, run_inputs, jsonable, shape_problem, ADD_REMOVE_NOTE
@@ -42,7 +43,7 @@ def run_tune(req:RunRequest, # the data, the budget, the seed and the fixed over
                           selection=dict(distribution=distribution, mean_runs=mean_runs, tuned=res.tuned, verdict=res.verdict.reason, pays=res.verdict.pays), events=res.ledger.to_dicts(), event_fields=EVENT_FIELDS),
              x_out=None if res.x is None else to_numpy(res.x))
     if held is not None and res.x is not None:
-        x = to_numpy(res.x); fit = (dict(accuracy_out=accuracy(p, x, held.data)) if capabilities(p)["classifier"] else
+        x = to_numpy(res.x); fit = (dict(accuracy_out=accuracy(p, x, held.data)) if capabilities(p)["classifier"] and class_targets(held.data.y) else
                                     dict(loss_out=float(to_numpy(held.loss(x[None, :]))[0])))             # a regression loss: its held-out mean
         r["evaluation"] = dict(data=what, n=len(held.data), **fit, note="held-out data are not private")
     if req.nonprivate_diagnostics: r["nonprivate"] = dict(res.nonprivate, note="NOT private: K and every run's noisy score")

@@ -16,10 +16,10 @@ from ..privacy.accounting import DEFAULT_ACCOUNTANT
 
 # %% auto #0
 __all__ = ['LABEL_CODING', 'MULTICLASS', 'DEFAULT_SCHEMA', 'NO_LABEL', 'CLASSIFIERS', 'INTERCEPT', 'SCALE_SHARE', 'label_coding',
-           'multiclass', 'n_classes', 'code_labels', 'label_numbers', 'schema_of', 'code_schema', 'check_classes',
-           'numeric_targets_note', 'held_out_label_error', 'train_test_split', 'Scaler', 'public_scaler',
-           'add_intercept', 'private_scaler_ledger', 'compose', 'check_composition', 'fit_private_scaler',
-           'split_budget', 'training_epsilon']
+           'multiclass', 'n_classes', 'code_labels', 'label_numbers', 'schema_of', 'code_schema', 'class_targets',
+           'check_classes', 'numeric_targets_note', 'held_out_label_error', 'train_test_split', 'Scaler',
+           'public_scaler', 'add_intercept', 'private_scaler_ledger', 'compose', 'check_composition',
+           'fit_private_scaler', 'split_budget', 'training_epsilon']
 
 # %% ../../nbs/problems/04f_data.ipynb #9c681217
 LABEL_CODING = {"logistic": (-1.0, 1.0), "hinge": (-1.0, 1.0), "sigmoid-glm": (0.0, 1.0), "mlp": (-1.0, 1.0)}   # (negative, positive) class values
@@ -136,6 +136,11 @@ def _schema_indices(labels, num, loss:str, classes:list, src:str="declared") -> 
 
 # %% ../../nbs/problems/04f_data.ipynb #260e23a7
 CLASSIFIERS = "logistic, sigmoid-glm or mlp"   # the built-in problems whose labels a schema codes (`LABEL_CODING`)
+
+def class_targets(y) -> bool:
+    "Whether targets are class labels (every finite one a whole number), so that an accuracy means something: a user's model with one output predicts a sign, and on real-valued targets (a regression) no accuracy is reported."
+    y = np.asarray(to_numpy(y), dtype=float); y = y[np.isfinite(y)]
+    return bool(len(y)) and bool(np.all(y == np.round(y)))
 
 def check_classes(problem:str, classes, data=None):
     "Refuse, from the request alone, a label schema (`--classes`) that names a class twice or that a problem reading its targets as numbers would ignore."
