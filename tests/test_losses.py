@@ -218,3 +218,17 @@ def test_accuracy_is_reported_only_on_class_labels():
     for t, has in ((y01, True), (y, False)):
         p = from_jax(lambda q, a, t_: (a @ q["w"] - t_) ** 2, {"w": jnp.zeros(P)}, (A, t), L=1.0, predict=lambda q, a: a @ q["w"])
         assert ("accuracy" in evaluate(p, p.x0, 0.1)) == has
+
+@needs_torch
+def test_a_frozen_layer_stays_as_it_is_and_only_the_rest_is_trained():
+    "Fine-tuning a head on a frozen layer (requires_grad=False): the flat point holds the trainable parameters only, their "
+    "per-sample gradients alone are clipped, and the frozen weights come back unchanged; the private model learns (ε = 8)."
+    import warnings
+    A, y = data(1000)
+    torch.manual_seed(0); net = torch.nn.Sequential(torch.nn.Linear(P, H), torch.nn.ReLU(), torch.nn.Linear(H, 1)); net[0].requires_grad_(False)
+    with warnings.catch_warnings(): warnings.simplefilter("ignore"); prob = from_torch(net, (A[:800], y[:800]), L=1.0, loss=torch.nn.functional.binary_cross_entropy_with_logits)
+    assert prob.dim == H + 1 and "frozen" in prob.clipping_path
+    res = minimize(prob, "dp-sgd", epsilon=8.0, delta=1e-5, seed=0)
+    m = prob.module_at(res.x)
+    assert torch.equal(m[0].weight, net[0].weight.double()) and not torch.equal(m[2].weight, net[2].weight.double())
+    assert prob.score(res.x, (A[800:], y[800:])) > prob.score(prob.x0, (A[800:], y[800:])) + 0.1

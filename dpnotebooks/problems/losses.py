@@ -249,11 +249,8 @@ def _torch_fns(torch, vmap, grad, f, predict, device="cpu") -> dict:
 
 # %% ../../nbs/problems/04e_losses.ipynb #fe0062a1
 def _module_loss(torch, functional_call, model, loss, device="cpu"):
-    "(per-example loss fn(params, a, y), the float64 eval() copy's parameters, its output on one example, the copy), on `device`."
+    "(per-example loss fn(params, a, y), the float64 eval() copy's trainable parameters, its output on one example, the copy), on `device`."
     if loss is None: raise ValueError("from_torch with a Module needs `loss(output, y) -> scalar`, e.g. torch.nn.functional.binary_cross_entropy_with_logits.")
-    frozen = [k for k, v in model.named_parameters() if not v.requires_grad]
-    if frozen: raise ValueError(f"from_torch trains every parameter of the module, and {len(frozen)} are frozen (requires_grad=False: {', '.join(frozen[:4])}"
-                                f"{', ...' if len(frozen) > 4 else ''}). Unfreeze them, or run the frozen part on the features first and pass only the trainable part.")
     module = copy.deepcopy(model).to(device=device, dtype=torch.float64).eval()
     fixed = sorted({type(m).__name__ for m in module.modules() if isinstance(m, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.dropout._DropoutNd))})
     if fixed: warnings.warn(f"from_torch: {', '.join(fixed)} run as in eval(): a BatchNorm is a fixed affine map with its current running statistics, never "
@@ -261,8 +258,10 @@ def _module_loss(torch, functional_call, model, loss, device="cpu"):
     def out(q, a):                                        # the output on one example; a single logit becomes a scalar
         o = functional_call(module, q, (a[None],))[0]
         return o.squeeze(-1) if o.shape[-1:] == (1,) else o
-    params = {k: v.detach() for k, v in module.named_parameters()}
+    params = {k: v.detach() for k, v in module.named_parameters() if v.requires_grad}      # frozen ones stay the module's own
+    if not params: raise ValueError("from_torch: every parameter of the module is frozen (requires_grad=False): there is nothing to train.")
     return (lambda q, a, y: loss(out(q, a), y)), params, out, module
+
 
 
 # %% ../../nbs/problems/04e_losses.ipynb #72d90c8f
@@ -315,12 +314,14 @@ def from_torch(model, # a torch.nn.Module (its output on one example goes to `lo
     f = lambda x, a, y: model(unflatten(x), a, y)
     pr = None if predict is None else (lambda x, a: predict(unflatten(x), a))
     fns = _torch_fns(torch, vmap, grad, f, pr, device)
-    layers, why = ghost_plan(torch, module, _as_dataset(data).p) if module is not None else ([], ["a loss function, not a module"])
+    frozen = module is not None and any(not v.requires_grad for v in module.parameters())    # trained: the others only (their gradients, their clip)
+    layers, why = (([], ["frozen parameters"]) if frozen else ghost_plan(torch, module, _as_dataset(data).p)) if module is not None else ([], ["a loss function, not a module"])
     if layers: fns["clipped_sum"] = TorchGhost(torch, module, loss, layers, _check_dtype(dtype))
     elif module is not None: warnings.warn(f"from_torch: no ghost clipping for this model ({'; '.join(why)}): DP-SGD forms per-sample gradients (slower, batch × dim memory).", stacklevel=2)
     p = _check_scalar(FrameworkLoss(data, L, flat.cpu().numpy(), fns, unflatten, "torch", smoothness, module))
     p.clipping_path = f"ghost: {len(layers)} layers" if layers else f"per-example ({'; '.join(why)})"
     return p
+
 
 # %% ../../nbs/problems/04e_losses.ipynb #3b750e68
 def _module_at(self, x):
