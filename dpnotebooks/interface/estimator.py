@@ -118,11 +118,13 @@ def _equal(v, c) -> bool:
     try: return bool(v == c)
     except (TypeError, ValueError): return False                              # pandas' NA, an array in a cell: not a class
 
+_EQUAL = np.frompyfunc(_equal, 2, 1)                                              # elementwise on an object column
+
 def _label_indices(y, classes_:np.ndarray) -> np.ndarray:
     "Each label's index in `classes_`; NaN for a label outside them or a missing one, zeroed by the mechanism, never refused (rule 3)."
     yi = np.full(len(y), np.nan)
     for j, c in enumerate(classes_.tolist()):
-        yi[np.fromiter((_equal(v, c) for v in y), bool, len(y)) if y.dtype == object else (y == c)] = j
+        yi[_EQUAL(y, c).astype(bool) if y.dtype == object else (y == c)] = j
     return yi
 
 
