@@ -232,3 +232,18 @@ def test_a_frozen_layer_stays_as_it_is_and_only_the_rest_is_trained():
     m = prob.module_at(res.x)
     assert torch.equal(m[0].weight, net[0].weight.double()) and not torch.equal(m[2].weight, net[2].weight.double())
     assert prob.score(res.x, (A[800:], y[800:])) > prob.score(prob.x0, (A[800:], y[800:])) + 0.1
+
+@needs_torch
+def test_an_embedding_model_reads_token_ids_and_an_unknown_token_is_zeroed():
+    "A model of token ids (Embedding, no clamp): from_torch's public probes suit it, and a token outside the vocabulary in one record is zeroed, not raised."
+    import warnings
+    class Tok(torch.nn.Module):
+        def __init__(s): super().__init__(); s.e, s.o = torch.nn.Embedding(10, 4), torch.nn.Linear(4, 1)
+        def forward(s, x): return s.o(s.e(x.long()).mean(1))
+    A = np.random.default_rng(0).integers(0, 10, size=(200, 6)).astype(float); y = (A[:, 0] > 4).astype(float)
+    runs = []
+    for feats in (A, np.where((np.arange(200) == 7)[:, None], 25.0, A)):
+        torch.manual_seed(0)
+        with warnings.catch_warnings(): warnings.simplefilter("ignore"); prob = from_torch(Tok(), (feats, y), L=1.0, loss=torch.nn.functional.binary_cross_entropy_with_logits)
+        runs.append(minimize(prob, "dp-sgd", epsilon=4.0, delta=1e-5, seed=0, epochs=2))
+    assert np.all(np.isfinite(runs[1].x)) and runs[0].ledger.to_dicts() == runs[1].ledger.to_dicts()

@@ -309,14 +309,16 @@ def _csv_schema(path:Path, target:int|str=-1, public:Path|None=None, categorical
     lines = _csv_lines(path, blank=not own)
     if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, one column being y.")
     head = lines[0][1]
+    pub = _csv_schema(public, target, own=True) if public is not None and not own else None      # the public file's (head, width), read once
     if own: has_head = _named(target, categorical) or (len(lines) > 1 and all(math.isnan(_number(v)) for v in head))
-    else: has_head = _named(target, categorical) or (public is not None and _csv_schema(public, target, own=True)[1] is not None)
+    else: has_head = _named(target, categorical) or (pub is not None and pub[1] is not None)
     if isinstance(target, str) and target not in head:
         raise ValueError(f"{path.name}: no header column {target!r}. Name the target column as the header does, or pass its index.")
-    width = len(head) if has_head else _csv_schema(public, target, own=True)[2] if public else Counter(len(c) for _, c, _ in lines).most_common(1)[0][0]
+    width = len(head) if has_head else pub[2] if pub else Counter(len(c) for _, c, _ in lines).most_common(1)[0][0]
     if width < 2: raise ValueError(f"{path.name} has one column: it needs features and a target column y (dpnb reads comma-separated values: "
                                    "a file separated by ';' or tabs reads as one column).")
     return lines, (head if has_head else None), width
+
 
 
 # %% ../../nbs/problems/03_dataset.ipynb #21519de4

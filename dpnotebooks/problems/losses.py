@@ -81,9 +81,13 @@ _PROBE_HINT = dict(torch="Targets arrive as float64: a class-index loss needs y.
 
 def _signature(prob:FrameworkLoss) -> str:
     "A digest of the loss's values at x0 and near it on public probe records (seeded, never the data): a checkpoint of another model or loss is refused on resume."
-    r = np.random.default_rng(20261207); probe = Dataset(r.normal(size=(4, prob.data.p)), np.array([0.0, 1.0, 0.0, 1.0]), "probe")
-    x0 = np.asarray(to_numpy(prob.x0)); X = np.stack([x0, x0 + (0.01 * r.normal(size=prob.dim)).astype(x0.dtype)])
-    with np.errstate(all="ignore"): v = np.asarray(to_numpy(prob.value(X, probe)), dtype=float)
+    r = np.random.default_rng(20261207); x0 = np.asarray(to_numpy(prob.x0))
+    X = np.stack([x0, x0 + (0.01 * r.normal(size=prob.dim)).astype(x0.dtype)])
+    raw, y = getattr(prob._fns["value"], "raw", prob._fns["value"]), np.array([0.0, 1.0, 0.0, 1.0])
+    for rows in (np.abs(r.normal(size=(4, prob.data.p))).round(), np.zeros((4, prob.data.p))):   # small whole numbers (token ids too), else zeros
+        try:
+            with np.errstate(all="ignore"): v = np.asarray(raw(X, to_numpy(Dataset(rows, y).A), y), dtype=float); break
+        except Exception: v = None                                      # a model these rows do not fit: the zero record, which it reads
     return hashlib.sha256(np.array2string(v, precision=9, floatmode="maxprec").encode()).hexdigest()[:16]
 
 
@@ -110,11 +114,16 @@ def _bucketed(h, X, A, y, pts:int):
     return out[:b, :k] if pts == 1 else out[:k, :b]
 
 # %% ../../nbs/problems/04e_losses.ipynb #edc1b4ca
-def _clean_rows(A, y) -> tuple:
-    "(A, y, bad): host copies with each row whose features or target are not finite replaced by a clean row of the batch; `bad` marks them."
+def _bad_rows(A, y) -> np.ndarray:
+    "Which rows have features or a target that are not finite (the mechanisms zero them)."
     A, y = np.asarray(A), np.asarray(y)
     bad = ~np.all(np.isfinite(A.reshape(len(A), -1)), axis=1)
     if y.dtype.kind == "f": bad |= ~np.all(np.isfinite(y.reshape(len(y), -1)), axis=1)
+    return bad
+
+def _clean_rows(A, y) -> tuple:
+    "(A, y, bad): host copies with each row whose features or target are not finite replaced by a clean row of the batch; `bad` marks them."
+    A, y = np.asarray(A), np.asarray(y); bad = _bad_rows(A, y)
     if not bad.any() or bad.all(): return A, y, bad
     j = int(np.argmin(bad)); A, y = A.copy(), y.copy(); A[bad], y[bad] = A[j], y[j]
     return A, y, bad
@@ -131,28 +140,38 @@ def _rows_apart(run, seq, pts:int):
         return out
     return grads
 
-def _row_by_row(run, X, A, y, bad, pts:int) -> tuple:
-    "(out, bad): each row of the batch alone (with its own X row where there is one per sample, `pts` = 1); a row that raises is marked bad."
-    outs, bad = [], bad.copy()
-    for i in range(len(A)):
-        try: outs.append(np.array(run(X[i:i + 1] if pts else X, A[i:i + 1], y[i:i + 1])))
-        except Exception: outs.append(None); bad[i] = True
-    good = next((o for o in outs if o is not None), None)
+def _by_halves(run, X, A, y, pts:int) -> list:
+    "run on the two halves of a batch that raised, each half whole if it does not raise, else split again: [(first row, output or None)], None for a single row that raises (O(log b) calls per such row)."
+    out, h = [], len(A) // 2
+    for lo, hi in ((0, h), (h, len(A))):
+        if hi == lo: continue
+        Xs = X[lo:hi] if pts else X
+        try: out.append((lo, np.array(run(Xs, A[lo:hi], y[lo:hi]))))
+        except Exception: out += [(lo, None)] if hi - lo == 1 else [(lo + i, o) for i, o in _by_halves(run, Xs, A[lo:hi], y[lo:hi], pts)]
+    return out
+
+def _unreadable_rows(run, X, A, y, bad, pts:int) -> tuple:
+    "(out, bad): a batch that raised, computed by halves (`_by_halves`); a row that raises alone is marked bad and returned NaN."
+    blocks, bad = _by_halves(run, X, A, y, pts), bad.copy()
+    good = next((o for _, o in blocks if o is not None), None)
     if good is None: raise ValueError("The loss raised on every record of a batch: fix the loss (it must not raise on any record).") from None
-    return np.concatenate([good * np.nan if o is None else o for o in outs], axis=1 - pts), bad
+    for lo, o in blocks: bad[lo] |= o is None
+    nan_row = np.take(good, [0], axis=1 - pts) * np.nan
+    return np.concatenate([nan_row if o is None else o for _, o in blocks], axis=1 - pts), bad
 
 def _guarded(run, pts:int):
     """A host function that no record can stop (rows on axis 0 when `pts` = 1, else axis 1): a row with non-finite inputs is
     computed on a clean row's and returned NaN; if the batch raises (a finite label outside the model's classes, a token
-    outside its vocabulary), each row is computed alone and a row that raises is NaN. The mechanisms zero NaN rows."""
+    outside its vocabulary), the batch is computed by halves and a row that raises alone is NaN. The mechanisms zero NaN rows."""
     def call(X, A, y):
         A2, y2, bad = _clean_rows(A, y)
         try: out = np.array(run(X, A2, y2))
-        except Exception: out, bad = _row_by_row(run, X, A2, y2, bad, pts)
+        except Exception: out, bad = _unreadable_rows(run, X, A2, y2, bad, pts)
         np.moveaxis(out, 1 - pts, 0)[bad] = np.nan
         return out
     call.raw = run                                                      # unguarded: for public probes, whose errors may be shown
     return call
+
 
 
 # %% ../../nbs/problems/04e_losses.ipynb #be3138de
@@ -269,7 +288,7 @@ def _framework_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, 
     "(Σ_i clip_C ∇ℓ_i(x) (dim,), `Clipped` counts): the framework's one-pass path where it has one (α = 0 only)."
     if Y is not None or alpha != 0: raise ValueError("FrameworkLoss.clipped_sum computes gradients at x itself (alpha = 0); perturbed points go through grad_each.")
     if "clipped_sum" in self._fns:                                      # the rows with non-finite inputs are zeroed, as `grad_each` zeroes them
-        A, y = to_numpy(batch.A), to_numpy(batch.y); ok = ~_clean_rows(A, y)[2]
+        A, y = to_numpy(batch.A), to_numpy(batch.y); ok = ~_bad_rows(A, y)
         try: S, k, bad = self._fns["clipped_sum"](to_numpy(x), A[ok], y[ok], float(clip)) if ok.any() else (np.zeros(self.dim), 0, 0)
         except Exception: S = None                                      # a finite record the model cannot read: the per-sample path zeroes it
         if S is not None: return asarray(np.asarray(S, dtype=np.float64)), Clipped(None, k, len(batch), bad + int((~ok).sum()))   # float64 for the noise
@@ -281,6 +300,7 @@ def _framework_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, 
     return (S if len(batch) else xp.zeros(self.dim)), Clipped(None, k, len(batch), bad)
 
 FrameworkLoss.clipped_sum, FrameworkLoss.clipped_sum_perturbs = _framework_clipped_sum, False
+
 
 
 # %% ../../nbs/problems/04e_losses.ipynb #e7cbac14
