@@ -191,6 +191,22 @@ def test_a_torch_record_the_model_cannot_read_is_zeroed_not_raised(odd, ghost):
     assert np.all(np.isfinite(runs[1].x)) and runs[0].ledger.to_dicts() == runs[1].ledger.to_dicts()
     assert 0 < np.abs(runs[0].x - runs[1].x).max() < 1.0
 
+@needs_torch
+@pytest.mark.parametrize("ghost", [True, False])
+def test_a_batch_of_unreadable_records_only_is_zeroed_and_the_run_goes_on(ghost):
+    "Batches of one (shuffled): the batch holding the record labelled 10 has no readable record; it is zeroed whole (its shape from a "
+    "public zero record), so the run ends as its neighbour's does, instead of stopping at the step that names the record's position."
+    r = np.random.default_rng(1); A = r.normal(size=(40, P)); y = (A[:, 0] > 0).astype(float) + (A[:, 1] > 0)
+    act = torch.nn.ReLU() if ghost else torch.nn.PReLU()
+    xent = lambda o, t: torch.nn.functional.cross_entropy(o[None], t.long()[None])
+    runs = []
+    for labels in (y, np.where(np.arange(40) == 7, 10.0, y)):
+        torch.manual_seed(0); net = torch.nn.Sequential(torch.nn.Linear(P, H), act, torch.nn.Linear(H, 3))
+        import warnings
+        with warnings.catch_warnings(): warnings.simplefilter("ignore"); prob = from_torch(net, (A, labels), L=1.0, loss=xent)
+        runs.append(minimize(prob, "dp-sgd", epsilon=4.0, delta=1e-5, seed=0, epochs=1, batch_size=1, sampling="shuffle"))
+    assert np.all(np.isfinite(runs[1].x)) and runs[0].ledger.to_dicts() == runs[1].ledger.to_dicts()
+
 def test_a_checkpoint_of_another_loss_or_model_is_refused_on_resume(tmp_path):
     "The fingerprint holds the loss's signature (values on seeded probe records at and near x0): another loss at the same x0 is refused."
     from dpnotebooks.engine.checkpoint import CheckpointError, problem_description

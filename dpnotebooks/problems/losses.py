@@ -150,11 +150,16 @@ def _by_halves(run, X, A, y, pts:int) -> list:
         except Exception: out += [(lo, None)] if hi - lo == 1 else [(lo + i, o) for i, o in _by_halves(run, Xs, A[lo:hi], y[lo:hi], pts)]
     return out
 
+def _probe_row(run, X, A, y, pts:int):
+    "The output on one public zero record (the loss read it at x0, `_check_scalar`): the shape of a row when no record of a batch can be read."
+    try: return np.array(run(X[:1] if pts else X, np.zeros_like(A[:1]), np.zeros_like(y[:1])))
+    except Exception: raise ValueError("The loss raises on a public zero record at the current parameters: fix the loss (it must not raise on any record).") from None
+
 def _unreadable_rows(run, X, A, y, bad, pts:int) -> tuple:
     "(out, bad): a batch that raised, computed by halves (`_by_halves`); a row that raises alone is marked bad and returned NaN."
     blocks, bad = _by_halves(run, X, A, y, pts), bad.copy()
     good = next((o for _, o in blocks if o is not None), None)
-    if good is None: raise ValueError("The loss raised on every record of a batch: fix the loss (it must not raise on any record).") from None
+    if good is None: good = _probe_row(run, X, A, y, pts)               # every record unreadable: the shape from a public zero record
     for lo, o in blocks: bad[lo] |= o is None
     nan_row = np.take(good, [0], axis=1 - pts) * np.nan
     return np.concatenate([nan_row if o is None else o for _, o in blocks], axis=1 - pts), bad
