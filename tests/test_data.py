@@ -138,7 +138,7 @@ def test_text_targets_under_a_regression_loss_are_named_before_and_after_the_dat
     base = ["run", "dp-sgd", "--data", str(tmp_path / "t.csv"), "--epsilon", "1", "--delta", "1e-5", "--quiet", "--out", str(tmp_path / "r.json")]
     assert main(base) == 0 and "targets read as numbers for robust-regression" in capsys.readouterr().err
     assert main(base + ["--test", str(tmp_path / "h.csv")]) == 2
-    err = capsys.readouterr().err; assert "not a number (at row 0)" in err and "--problem logistic" in err, err
+    err = capsys.readouterr().err; assert "not a number (data row 1" in err and "--problem logistic" in err, err
     assert main(base + ["--classes", "no,yes"]) == 2 and "reads its targets as numbers" in capsys.readouterr().err
     assert main(base + ["--problem", "logistic", "--classes", "no,yes"]) == 0 and "targets read as numbers" not in capsys.readouterr().err
 

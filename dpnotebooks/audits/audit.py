@@ -93,6 +93,7 @@ def epsilon_lower_bound(scores_D, # scores of N runs on D, shape (N,)
                         mechanism:str="",
                        ) -> AuditResult:
     "Clopper–Pearson lower bound on ε from a threshold test chosen on half the runs (Jagielski et al. 2020)."
+    if not 0 < confidence < 1: raise ValueError(f"`confidence` must be in (0, 1), e.g. 0.95. Found {confidence!r}.")
     a, b = to_numpy(scores_D).ravel(), to_numpy(scores_Dp).ravel()
     if len(a) != len(b) or len(a) < 20: raise ValueError(f"Need two score samples of equal size ≥ 20. Found {len(a)} and {len(b)}.")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))): raise ValueError("Scores contain NaN or inf; the mechanism's output is not finite.")

@@ -197,7 +197,7 @@ def _check_seed(seed, secure:bool, entropy):
     if seed is not None and (not isinstance(seed, (int, np.integer)) or seed < 0):
         raise ValueError(f"`seed` must be a non-negative integer or None. Found {seed!r}.")
     if secure and seed is not None and entropy is None:
-        raise ValueError("A secure run draws its noise from OS entropy and takes no seed (a seed would let anyone replay the noise). Drop the seed, or drop secure=True.")
+        raise ValueError("A secure run draws its noise from OS entropy and takes no seed (a seed would let anyone replay the noise). Drop the seed (--seed), or drop secure=True (--secure).")
 
 # %% ../../nbs/core/00_backend.ipynb #6d6f7b16
 class RNG:

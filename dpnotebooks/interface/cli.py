@@ -6,7 +6,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/interface/cli.html.md"""
 
 # %% ../../nbs/interface/50_cli.ipynb #16a6503f
 from __future__ import annotations
-import argparse, json, sys, warnings
+import argparse, json, os, sys, warnings
 from pathlib import Path
 from ..core.backend import set_backend, BackendUnavailableError, BACKENDS
 from ..problems.base import list_problems
@@ -98,20 +98,44 @@ def _resume_request(args) -> dict:
 def _resumed_run(args) -> dict:
     "The record of the run continued from `--resume PATH`, with the arguments its checkpoint holds."
     if args.checkpoint and args.checkpoint != args.resume: raise ValueError("Give either --resume PATH (continue) or --checkpoint PATH (start), not both.")
+    base = vars(build_parser(["run"]).parse_args(["run", "--resume", args.resume]))       # what --resume leaves as it is
+    if given := [k for k, v in vars(args).items() if k not in ("resume", "algorithm", "quiet", "out", "checkpoint", "checkpoint_every", "backend", "func") and v != base.get(k)]:
+        raise ValueError(f"--resume continues the run with the arguments its checkpoint holds: drop {', '.join('--' + k.replace('_', '-') for k in given)} "
+                         "(to change them, start a new run).")
     req = _resume_request(args)
     set_backend(req["backend"])
     return run_request(RunRequest.from_dict(req), progress=not args.quiet, checkpoint=args.resume, checkpoint_every=args.checkpoint_every, resume=True)
 
+def _unused_flags(args):
+    "Refuse a flag its run would ignore (a scaling knob without its --scale, a split seed without a split); then --split-seed's default 0."
+    for flag, given, needs, fix in (("--scale-with", args.scale_with is not None, args.scale in ("public", "private"), "add --scale public (CENTER,SCALE) or private (LOWER,UPPER)"),
+                                    ("--scale-epsilon", args.scale_epsilon is not None, args.scale == "private", "add --scale private"),
+                                    ("--split-seed", args.split_seed is not None, args.test_fraction is not None, "add --test-fraction F")):
+        if given and not needs: raise ValueError(f"{flag} was given, and nothing in this run uses it: {fix}, or drop {flag}.")
+    args.split_seed = 0 if args.split_seed is None else args.split_seed
+
 def _request(args) -> RunRequest:
     "The `RunRequest` of `dpnb run`'s arguments."
+    _unused_flags(args)
     named = ("problem", "n", "d", "epsilon", "delta", "alpha", "beta", "seed", "data", "data_seed", "accountant", "test", "test_fraction",
              "split_seed", "scale", "scale_with", "scale_epsilon", "classes", "secure", "nonprivate_diagnostics", "max_seconds", "hidden", "target")
     return RunRequest(args.algorithm, **{k: getattr(args, k) for k in named}, intercept=not args.no_intercept,
                       categorical=parse_categorical(args.categorical), overrides=_parse_overrides(args.set))   # by name: no field can slip
 
 # %% ../../nbs/interface/50_cli.ipynb #cfbe31f2
+def _out_path(out:str|None) -> Path|None:
+    "`--out`, checked before anything is read or spent (a run's record is never lost to a bad path): a file, its folder made."
+    if out is None: return None
+    p = Path(out)
+    if p.is_dir(): raise ValueError(f"--out {out} is a folder: give a file path, e.g. --out {p / 'result.json'}.")
+    try: p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err: raise ValueError(f"--out {out}: cannot make its folder ({err.strerror}). Choose a writable path.") from None
+    if p.exists() and not os.access(p, os.W_OK) or not os.access(p.parent, os.W_OK): raise ValueError(f"--out {out} is not writable. Choose a writable path.")
+    return p
+
 def cmd_run(args) -> int:
-    "Run one algorithm (or resume one with `--resume PATH`), print the summary, write the JSON record."
+    "Run one algorithm (or resume one with `--resume PATH`), write the JSON record, then print the summary (a closed pipe loses nothing)."
+    out = None if args.dry_run else _out_path(args.out)
     if args.resume: r = _resumed_run(args)
     else:
         if args.algorithm is None: raise ValueError("`dpnb run` needs an algorithm name (see `dpnb list`), or --resume PATH to continue a checkpointed run.")
@@ -119,10 +143,9 @@ def cmd_run(args) -> int:
         if args.backend_run: set_backend(args.backend_run)
         if args.dry_run: print(dry_run(_request(args))); return 0
         r = run_request(_request(args), progress=not args.quiet, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
+    if out: out.write_text(json.dumps(r, indent=1))
     print(format_run(r))
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True); Path(args.out).write_text(json.dumps(r, indent=1))
-        print(f"result: {args.out}")
+    if out: print(f"result: {args.out}")
     return 0
 
 # %% ../../nbs/interface/50_cli.ipynb #43f968a4
@@ -163,18 +186,19 @@ def _grid(specs) -> dict|None:
 # %% ../../nbs/interface/50_cli.ipynb #ab3fba1b
 def cmd_tune(args) -> int:
     "`dpnb tune`: print the selection's summary, write its JSON record."
+    _unused_flags(args)
     named = ("epsilon", "delta", "seed", "data", "test", "test_fraction", "split_seed", "scale", "scale_with", "classes", "nonprivate_diagnostics", "hidden", "target")
     req = RunRequest(args.algorithm, args.problem, **{k: getattr(args, k) for k in named}, overrides=_parse_overrides(args.set),
                      intercept=not args.no_intercept, categorical=parse_categorical(args.categorical))
     how = (_grid(args.grid), args.mean_runs, args.distribution, args.validation_fraction, args.score, "always" if args.tune_anyway else "pays")
     if args.dry_run: print(tune_dry_run(req, *how)); return 0
-    r = run_tune(req, *how)
+    out = _out_path(args.out); r = run_tune(req, *how)
+    if out: out.write_text(json.dumps(r, indent=1))
     ev, sel = r.get("evaluation", {}), r["privacy"]["selection"]
-    what = (f"chose {r['hyperparameters']} (noisy validation {r['score']['kind']} {r['score']['noisy_value']})" if sel["tuned"] else
+    what = (f"chose {r['hyperparameters']} (noisy validation {r['score']['kind']} {r['score']['noisy_value']:.4g})" if sel["tuned"] else
             f"did not select ({sel['verdict']}): ran the defaults with the whole epsilon, as `dpnb run` does (--tune-anyway selects all the same)")
     print(f"dpnb tune {r['algorithm']} on {r['problem']}: {what}; epsilon spent {r['privacy']['epsilon_spent']:.4g} of {r['privacy']['epsilon']:g} at delta "
           f"{r['privacy']['delta']:g} ({r['privacy']['neighbouring']}{', tuning included' if sel['tuned'] else ''})" + (f"; held-out {'accuracy' if 'accuracy_out' in ev else 'loss'} {ev.get('accuracy_out', ev.get('loss_out')):.4f} (not private)" if ev else ""))
-    if args.out: Path(args.out).write_text(json.dumps(r, indent=1))
     return 0
 
 # %% ../../nbs/interface/50_cli.ipynb #d0fbb638
@@ -213,7 +237,7 @@ def _add_run_data(r):
     r.add_argument("--d", type=positive_int, default=None, help="synthetic dimension (default 10; with --data: refused unless it matches)")
     r.add_argument("--data-seed", type=int, default=0, help="seed of the synthetic data (default 0)")
     r.add_argument("--test-fraction", type=float, default=None, metavar="F", help="hold out this share of --data (a random split with --split-seed; not private)")
-    r.add_argument("--split-seed", type=int, default=0, help="public seed of the --test-fraction split (default 0)")
+    r.add_argument("--split-seed", type=int, default=None, help="public seed of the --test-fraction split (default 0)")
     r.add_argument("--classes", type=lambda s: [v.strip() for v in s.split(",")], default=None, metavar="NEG,POS|C1,...,CK",
                    help="the labels (public schema: numbers or text): two, negative first, or k > 2 for softmax (logistic, mlp); default: "
                         "1 positive, 0 or -1 negative, or the labels of --test FILE. Never read from the private --data file; a record with another label is zeroed")
@@ -282,6 +306,12 @@ def _add_demo(sub):
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_demo)
 
+def _confidence(s):
+    "The argument type of a confidence: a number in (0, 1), else an argument error."
+    v = float(s)
+    if not 0 < v < 1: raise argparse.ArgumentTypeError(f"must be in (0, 1), e.g. 0.95; got {s}")
+    return v
+
 def _add_audit(sub):
     "`dpnb audit`: an empirical privacy audit of one mechanism."
     a = sub.add_parser("audit", help="empirical privacy audit of a mechanism: epsilon lower bound beside the claim")
@@ -290,7 +320,7 @@ def _add_audit(sub):
     a.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
     a.add_argument("--trials", type=positive_int, default=None, help="runs on each of the two datasets (default: the audit's own, 20000 for mechanisms, 200000 for algorithms)")
     a.add_argument("--length", type=positive_int, default=8, help="tree: steps per period Sigma (default 8)")
-    a.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bound (default 0.95)")
+    a.add_argument("--confidence", type=_confidence, default=0.95, help="confidence of the lower bound (default 0.95)")
     a.add_argument("--seed", type=int, default=None, help="seed (default: OS entropy)")
     a.add_argument("--one-run", metavar="ALGO", choices=ONE_RUN_AUDITS, default=None,
                    help=f"one-run audit (Steinke, Nasr, Jagielski 2023) of an algorithm instead: m canaries, one training run ({', '.join(ONE_RUN_AUDITS)})")
@@ -341,9 +371,17 @@ def _one_line(message, category, filename, lineno, file=None, line=None):
     "A warning as one line on stderr, `dpnb: warning: ...` (no source line: the message says what to do)."
     print(f"dpnb: warning: {message}", file=file or sys.stderr)
 
+def _negative_values(argv:list) -> list:
+    "`--classes -1,1` as `--classes=-1,1`: argparse takes a value that starts with '-' and is not a plain number for an option."
+    out = []
+    for a in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and len(a) > 1 and a[0] == "-" and (a[1].isdigit() or a[1] == "."): out[-1] += "=" + a
+        else: out.append(a)
+    return out
+
 def main(argv=None) -> int:
     "Entry point of the `dpnb` console script."
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = _negative_values(sys.argv[1:] if argv is None else list(argv))
     args = build_parser([a for a in argv if a != "--backend" and a not in BACKENDS]).parse_args(argv)
     try:
         if args.backend: set_backend(args.backend)

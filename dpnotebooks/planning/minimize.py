@@ -22,7 +22,7 @@ __all__ = ['MOVE_WARN_BELOW', 'CLIP_WARN_ABOVE', 'DIAGNOSTICS', 'check_request',
            'minimize', 'planned_ledger']
 
 # %% ../../nbs/planning/30_minimize.ipynb #ab970946
-def _split_overrides(alg, overrides):
+def split_overrides(alg, overrides):
     "(recipe constants, fields of the algorithm's record): the user's overrides by where they go, unknown names refused."
     import inspect
     params = inspect.signature(alg.recipe).parameters
@@ -48,7 +48,7 @@ def check_request(algorithm:str, epsilon=None, delta=None, alpha=None, beta=None
         check_positive("epsilon", epsilon); check_delta(delta)
     for name, v in (("alpha", alpha), ("beta", beta)):
         if v is not None and not (name == "alpha" and v == 0 and alg.alpha_default == 0): check_positive(name, v)
-    _split_overrides(alg, overrides)
+    split_overrides(alg, overrides)
 
 # %% ../../nbs/planning/30_minimize.ipynb #46d6e8cb
 def plan_run(problem, # a `Problem` (its data, dim and L are used)
@@ -68,7 +68,7 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
     Phi = float(Phi if Phi is not None else getattr(problem, "Phi", 1.0))
     if alpha is None and (alg.stationarity == "goldstein" or alg.alpha_default == 0):   # smooth-loss recipes choose their own target
         alpha = alg.alpha_default * Phi / problem.L
-    consts, fields = _split_overrides(alg, overrides)
+    consts, fields = split_overrides(alg, overrides)
     plan = alg.recipe(len(problem.data), problem.dim, epsilon, delta, alpha, beta, problem.L, Phi, accountant=accountant,
                       **_declared_bounds(problem, alg, consts))
     plan = _override(problem, plan, alg, fields)
@@ -150,7 +150,8 @@ def _diagnostics(res, diagnostics:str|None, algorithm:str, L:float):
     if diagnostics != "nonprivate": return res._replace(nonprivate=None)
     from dpnotebooks.privacy.clipping import warn_clipping
     np_ = dict(res.nonprivate or {}, note="computed on the private data: NOT private, do not publish")
-    warn_clipping(np_.get("clipped_fraction", 0.0), CLIP_WARN_ABOVE, f"{algorithm}'s per-sample quantities", L=L, stacklevel=3)
+    warn_clipping(np_.get("clipped_fraction", 0.0), CLIP_WARN_ABOVE, f"{algorithm}'s per-sample quantities", L=L, stacklevel=3,
+                  C=getattr(getattr((res.trace or {}).get("plan"), "params", None), "C", None))
     return res._replace(nonprivate=np_)
 
 # %% ../../nbs/planning/30_minimize.ipynb #0eca8b8b
@@ -176,9 +177,9 @@ def _checkpointer(problem, algorithm, plan, x0, seed, rng, checkpoint, checkpoin
     return ck, rng
 
 def _ck_report(ck) -> dict|None:
-    "What checkpointing did in this run (for `Result.trace['checkpoint']`)."
+    "What checkpointing did in this run (for `Result.trace['checkpoint']`); not the file's size, which its exact counters (a pickled int's width) set."
     if ck.path is None: return None
-    return dict(path=str(ck.path), every=ck.every, saves=ck.saves, last_step=ck.saved_step, bytes=ck.bytes, seconds=ck.seconds,
+    return dict(path=str(ck.path), every=ck.every, saves=ck.saves, last_step=ck.saved_step, seconds=ck.seconds,
                 resumed_from=int(ck.loaded.meta["step"]) if ck.loaded is not None else None)
 
 # %% ../../nbs/planning/30_minimize.ipynb #5c7115e1

@@ -175,8 +175,9 @@ def run_data(problem:str, n:int, d:int, data_seed:int=0, data:str|None=None, tes
 
 
 # %% ../../nbs/planning/36_run_request.ipynb #dff16e97
-def _check_size(n, d, ds:Dataset, data:str):
-    "--n/--d with --data: refused unless they match the file (they size synthetic data only)."
+def _check_size(n, d, ds:Dataset, data:str, held:Dataset|None=None):
+    "--n/--d with --data: refused unless they match the file (they size synthetic data only); a held-out file of another width, refused before the run."
+    if held is not None and held.p != ds.p: raise ValueError(f"The held-out file has {held.p} feature columns and the training data {data} {ds.p}: give both the same columns.")
     for flag, v, have in (("--n", n, len(ds)), ("--d", d, ds.p)):
         if v is not None and int(v) != have:
             raise ValueError(f"{flag} {v} was given with --data {data}, which has {flag[2:]} = {have}: {flag} sets the size of synthetic data only. "
@@ -218,7 +219,7 @@ def _held_out_file(test:str, loss:str|None, classes, target=-1, categorical=None
     X, labels = read_records(test, target, categorical, like, held_out=True)
     y, _ = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
     check_held_out(X, test, target, categorical, like)
-    if np.isnan(y).any(): raise ValueError(held_out_label_error(test, loss, int(np.flatnonzero(np.isnan(y))[0])))
+    if np.isnan(y).any(): raise ValueError(held_out_label_error(test, loss, int(np.flatnonzero(np.isnan(y))[0]), labels, classes))
     return Dataset(X, y, Path(test).stem)
 
 # %% ../../nbs/planning/36_run_request.ipynb #f1095b57
@@ -242,6 +243,7 @@ def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|Non
         what = f"held-out file {test} (not private)"
         if test not in BUNDLED: held = _held_out_file(test, loss, _schema_classes(test, loss, classes, target, like, categorical), target, categorical, like)
         else: held = code_labels(_bundled(test, problem, classes), loss, (coding or {}).get("values", classes), say=False)[0] if loss else _bundled(test, problem)
+        _check_size(None, None, train, data, held)
     elif test_fraction is not None:
         train, held = train_test_split(train, test_fraction, split_seed)
         what = f"held-out {test_fraction:g} of {data} (random split, public seed {split_seed}; not private)"
@@ -470,10 +472,10 @@ def shape_problem(req:RunRequest):
     if data in BUNDLED:
         ds = _bundled(data, problem, req.classes); _check_size(n, d, ds, data)
         return _problem_on(problem, _intercept(req)(ds), req.data_seed, req.hidden, k)
-    if req.test is not None and req.test not in BUNDLED: _held_out_file(req.test, None if ":" in problem else problem, _schema_classes(req.test, problem, req.classes,   # public: checked as the run will
+    held = None if req.test is None or req.test in BUNDLED else _held_out_file(req.test, None if ":" in problem else problem, _schema_classes(req.test, problem, req.classes,   # public: checked as the run will
         _target(req), csv_pair(data, req.test), req.categorical), _target(req), req.categorical, csv_pair(data, req.test))
     shape = read_records(data, _target(req), req.categorical, schema=csv_pair(data, req.test) and req.test)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
-    _check_size(n, d, zeros, data)
+    _check_size(n, d, zeros, data, held)
     return _problem_on(problem, _intercept(req)(zeros), req.data_seed, req.hidden, k)
 
 # %% ../../nbs/planning/36_run_request.ipynb #f86f0197

@@ -37,7 +37,8 @@ def run_tune(req:RunRequest, # the data, the budget, the seed and the fixed over
     res = tune(p, algorithm, grid, epsilon, delta, mean_runs=mean_runs, distribution=distribution, validation_fraction=validation_fraction,
                score=score, seed=seed, diagnostics="nonprivate" if req.nonprivate_diagnostics else None, when=when, **req.overrides)
     r = dict(command="tune", algorithm=algorithm, problem=problem, data=block, grid=grid, seed=seed, seeded=res.seeded, backend=get_backend(),
-             hyperparameters=res.hyperparameters, score=dict(kind=score, noisy_value=res.score, note="the winner's noisy validation score: released" if res.tuned else "none: nothing was selected"),
+             hyperparameters=res.hyperparameters, score=dict(kind=score, noisy_value=res.score if score == "accuracy" or res.score is None else -res.score,   # a loss as itself (selection maximised its negative)
+                       note=f"the winner's noisy validation {score}{'' if score == 'accuracy' else ' (clipped; lower is better)'}: released" if res.tuned else "none: nothing was selected"),
              privacy=dict(private=True, epsilon=res.epsilon, delta=res.delta, accountant=res.accountant, neighbouring=res.neighbouring,
                           epsilon_spent=res.epsilon_spent, epsilon_add_remove=res.ledger.spent_add_remove(res.delta), add_remove_note=ADD_REMOVE_NOTE,
                           selection=dict(distribution=distribution, mean_runs=mean_runs, tuned=res.tuned, verdict=res.verdict.reason, pays=res.verdict.pays), events=res.ledger.to_dicts(), event_fields=EVENT_FIELDS),

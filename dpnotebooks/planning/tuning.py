@@ -283,6 +283,8 @@ def plan_tuning(problem, # a `Problem` (only its size, dimension and constants a
     if score == "accuracy" and not capabilities(problem)["classifier"]:
         raise ValueError(f"{type(problem).__name__} has no classifier: tune it with score='loss' (a clipped loss) instead of 'accuracy'.")
     points, sens = grid_points(grid), score_sensitivity(score, n_val, loss_bound)
+    from dpnotebooks.planning.minimize import split_overrides                               # an unknown knob is named as such, not priced as a budget too small
+    split_overrides(get_algorithm(algorithm), dict(fixed, **{k: v for h in points for k, v in h.items()}))
     sized, memo = with_data(problem, _Shape(n_train, problem.data.p)), {}
     def cost(e0):
         memo[e0] = _price(sized, algorithm, points, e0, delta, alpha, fixed, sens, distribution, mean_runs, eta); return memo[e0].spent(delta)

@@ -102,9 +102,16 @@ def warn_clipping(fraction:float, # the share of per-sample quantities the clip 
                   warn_above:float, # warn when `fraction` exceeds this
                   what:str="values", # what was clipped (for the message)
                   L:float|None=None, # the declared Lipschitz constant, if known
-                  stacklevel:int=2):
-    "Warn (ClippingWarning) that clipping fired often: the declared L is probably too small; the guarantee still holds."
-    if fraction > warn_above:
+                  stacklevel:int=2,
+                  C:float|None=None, # the clip norm the run used, when a recipe sets it apart from L (DP-SGD's C)
+                 ):
+    "Warn (ClippingWarning) that clipping fired often: the clip C set below L, or else the declared L, is probably too small; the guarantee still holds."
+    if fraction > warn_above and C is not None and L is not None and C < L:
+        warnings.warn(f"Clipping fired on {fraction:.1%} of {what}: the clip norm C = {C:g} (the recipe's, below L = {L:g}: less noise for a biased "
+                      "direction) is below many per-sample norms. The privacy guarantee still holds; if the loss stalls, raise C (--set C=...) "
+                      "or tune it. (This warning is computed on the private data: it exists because non-private diagnostics were asked for.)",
+                      ClippingWarning, stacklevel=stacklevel + 1)
+    elif fraction > warn_above:
         warnings.warn(f"Clipping fired on {fraction:.1%} of {what}: the declared Lipschitz constant{'' if L is None else f' L = {L:g}'} is "
                       "probably too small for this loss or data. The privacy guarantee still holds (sensitivity is enforced by clipping), "
                       "but the estimates are biased: check L, or scale the data rows into the unit ball. (This warning is computed on the "

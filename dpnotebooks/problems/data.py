@@ -159,12 +159,14 @@ def numeric_targets_note(problem:str) -> str|None:
     return (f"targets read as numbers for {problem}, a regression loss: a record whose target is not a number contributes nothing "
             f"(to predict classes: --problem {CLASSIFIERS})")
 
-def held_out_label_error(test:str, loss:str|None, row:int) -> str:
-    "The message that refuses a held-out file (public) whose label at `row` the run's schema, or its numbers, cannot read."
+def held_out_label_error(test:str, loss:str|None, row:int, labels=None, classes=None) -> str:
+    "The message that refuses a held-out file (public: its value is shown) whose label at data row `row` (from 0) the run's schema, or its numbers, cannot read."
+    at = f"data row {row + 1}" + ("" if labels is None else f": {str(labels[row])!r}")
     if loss is None or label_coding(loss) is None:                       # a regression loss, or the user's own (labels as numbers)
-        return (f"The held-out file {test} has a target that is not a number (at row {row}): {'your loss' if loss is None else f'--problem {loss}'} "
+        return (f"The held-out file {test} has a target that is not a number ({at}): {'your loss' if loss is None else f'--problem {loss}'} "
                 f"reads its targets as numbers. To predict classes, choose --problem {CLASSIFIERS} (--classes declares them); else fix those rows.")
-    return f"The held-out file {test} has labels outside the schema (at row {row}): declare its classes with --classes, or fix those rows."
+    fix = "declare its classes with --classes" if classes is None else f"add it to --classes {','.join(map(str, classes))} if it is a class"
+    return f"The held-out file {test} has a label outside the schema ({at}): {fix}, or fix that row."
 
 
 

@@ -99,6 +99,8 @@ def scale_records(X, center, scale, max_norm:float=1.0):
 def with_data(problem, data):
     "The same loss, constants and x0 on other data (a shallow copy with `data` replaced): e.g. a held-out split."
     import copy
+    if getattr(data, "p", None) not in (None, problem.data.p):               # a held-out file of another width: refused before any run
+        raise ValueError(f"The held-out data {data.name} has {data.p} feature columns and the training data {problem.data.p}: give both the same columns.")
     q = copy.copy(problem); q.data = data
     return q
 
@@ -323,18 +325,16 @@ def _csv_schema(path:Path, target:int|str=-1, public:Path|None=None, categorical
 
 # %% ../../nbs/problems/03_dataset.ipynb #21519de4
 def _aligned(path:Path, rows:list, head, width:int, like:Path, target, categorical=None) -> tuple:
-    "(rows, header) of a held-out .csv in the column order of the training file `like`, or a refusal showing both schemas."
+    "(rows, header) of a held-out .csv in the column order of the training file `like`, or a refusal that shows the public file's header only."
     _, lhead, lwidth = _csv_schema(like, target, public=path, categorical=categorical)
     if head is None or lhead is None:
         if width == lwidth and head is None and lhead is None: return rows, None
-        say = lambda h, w: f"{w} columns, " + ("header " + ",".join(h) if h else "no header")
-        raise ValueError(f"{path.name} ({say(head, width)}) does not match the training file {like.name} ({say(lhead, lwidth)}). "
-                         "Give the held-out file the training file's columns, with the same header or none.")
+        raise ValueError(f"{path.name} has no header, and the training file {like.name} has one (a column is named: --target NAME or "
+                         f"--categorical NAME=...). Give {path.name} the training file's header line, or name the columns by index.")
     if head == lhead: return rows, head
     if sorted(head) != sorted(lhead) or len(set(head)) < len(head):
-        miss, extra = [h for h in lhead if h not in head], [h for h in head if h not in lhead]
-        raise ValueError(f"{path.name}'s columns do not match the training file's (missing: {', '.join(miss) or '-'}; not in training: {', '.join(extra) or '-'}). "
-                         f"{path.name}: {','.join(head)}; {like.name}: {','.join(lhead)}. Give the held-out file the training file's column names (their order may differ).")
+        raise ValueError(f"The first line of the training file {like.name}, read as its header since {path.name} has one, does not name the columns "   # the line may be a record: never shown
+                         f"of {path.name}'s header ({','.join(head)}), each once. Give {like.name} that header line (in any column order), or drop it from {path.name}.")
     perm = [head.index(c) for c in lhead]
     return [(i, [cells[j] for j in perm] if len(cells) == width else cells, x) for i, cells, x in rows], lhead
 
@@ -427,10 +427,11 @@ def _held_out_cell(path:Path, target, categorical:dict|None, like, row:int, col:
     i, cells, _ = rows[row]; name = head[c] if head else c
     if len(cells) != width: return f"line {i} has {len(cells)} columns where the file has {width}; give every row the same columns."
     if c in cat: return f"line {i}, column {name}: {cells[c]!r} is not among the declared categories {cat[c]}; declare it (--categorical) or fix the row."
-    text = sorted({r[c] for _, r, _ in rows if len(r) == width and not _parses(r[c])})
-    if len(text) < len(rows) / 2: return f"line {i}, column {name}: {cells[c]!r} is not a number; fix or remove that row."
-    return (f"line {i}, column {name}: {cells[c]!r} is not a number, and the column holds text: declare its categories, "
-            f"--categorical {name}={','.join(text[:12])}{',...' if len(text) > 12 else ''} (public schema), or drop the column.")
+    texts = [r[c] for _, r, _ in rows if len(r) == width and not _parses(r[c])]; text = sorted(set(texts))
+    if len(texts) < len(rows) / 2: return f"line {i}, column {name}: {cells[c]!r} is not a number; fix or remove that row."   # a stray cell in a numeric column
+    spec = (f"a .json {{{json.dumps(str(name))}: [categories]}} (a category holds a comma)" if any("," in v for v in text) else
+            f"--categorical {name}={','.join(text[:12])}{',...' if len(text) > 12 else ''}")
+    return f"line {i}, column {name}: {cells[c]!r} is not a number, and the column holds text: declare its categories, {spec} (public schema), or drop the column."
 
 def check_held_out(X, path, target:int|str=-1, categorical:dict|None=None, like=None):
     "Refuse a held-out file (PUBLIC: evaluation only) with a cell that gives no number; for a .csv, name its line, column and value, and the fix."
