@@ -8,7 +8,8 @@ from dpnotebooks.interface.cli import main
 from dpnotebooks.planning.catalog import ALGORITHMS
 from dpnotebooks.planning.minimize import minimize
 from dpnotebooks.planning.cost import TooSlowError
-from dpnotebooks.planning.request import RunRequest, dry_run
+from dpnotebooks.planning.request import RunRequest
+from dpnotebooks.planning.dry_run import dry_run
 from dpnotebooks.problems.base import get_problem
 from dpnotebooks.problems.dataset import with_data
 from dpnotebooks.engine.registry import InsufficientDataError

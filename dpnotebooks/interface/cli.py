@@ -18,7 +18,8 @@ from ..engine.registry import InsufficientDataError
 from ..engine.faults import RunStopped
 from ..engine.checkpoint import RunInterrupted, CheckpointError, read_checkpoint
 from ..planning.catalog import ALGORITHMS as REGISTRY, algorithm_knobs, list_algorithms
-from ..planning.request import RunRequest, run_request, dry_run
+from ..planning.request import RunRequest, run_request
+from ..planning.dry_run import dry_run
 from ..planning.tune_request import run_tune, tune_dry_run, DISTRIBUTIONS, SCORES, DEFAULT_MEAN_RUNS
 from ..algorithms.dpsgd import MLP
 from ..experiments.demo import DEMO, run_demo, format_demo, plot_demo

@@ -1,4 +1,4 @@
-"""`RunRequest`: one record of what a run is asked for; `run_request` prepares its data (read, labels coded, held out, scaled), runs it through `minimize` and returns the JSON record of the `dpnb run` contract; `dry_run` plans and prices it without running.
+"""`RunRequest`: one record of what a run is asked for; `run_request` prepares its data (read, labels coded, held out, scaled), runs it through `minimize` and returns the JSON record of the `dpnb run` contract (`36b_dry_run` plans and prices it without running).
 
 Docs: https://dpnotebooks.github.io/dpnotebooks/planning/run_request.html.md"""
 
@@ -22,19 +22,19 @@ from ..privacy.accounting import DEFAULT_ACCOUNTANT, NEIGHBOURING
 from ..engine.registry import record_dict
 from .catalog import ALGORITHMS
 from .minimize import minimize, check_request, plan_run, planned_ledger
-from .cost import estimate_work, format_work, check_time, shaped, TooSlowError
+from .cost import estimate_work
 from ..problems.multinomial import Multinomial
 from ..algorithms.deep_mlp import make_mlp, check_hidden
 from ..problems.base import capabilities
 
 # %% auto #0
-__all__ = ['RunRequest', 'jsonable', 'evaluate', 'evaluation_block', 'learned_nothing', 'load_loss', 'run_data', 'csv_pair',
-           'user_data', 'run_request', 'run_algorithm', 'run_inputs', 'scale_warnings', 'shape_problem', 'dry_run']
+__all__ = ['RunRequest', 'jsonable', 'evaluate', 'evaluation_block', 'learned_nothing', 'load_loss', 'user_problem', 'run_data',
+           'csv_pair', 'user_data', 'run_request', 'run_algorithm', 'run_inputs', 'scale_warnings']
 
 # %% ../../nbs/planning/36_run_request.ipynb #2e047aeb
 @dataclass(frozen=True)
 class RunRequest:
-    "One run as asked for (`dpnb run`'s arguments): what `run_request` runs, `dry_run` plans and a checkpoint keeps."
+    "One run as asked for (`dpnb run`'s arguments): what `run_request` runs, `dry_run` (`36b_dry_run`) plans and a checkpoint keeps."
     algorithm: str                        # a name of the catalog (`dpnb list`)
     problem: str = "robust-regression"    # a built-in problem, or the user's loss as MODULE:FUNCTION
     n: int|None = None                    # synthetic data's size (with `data` it must match the file)
@@ -149,7 +149,7 @@ def load_loss(spec:str): # 'module:function'; function(Dataset) -> Problem
     if not callable(f): raise ValueError(f"{spec} is not a function of the dataset.")
     return f
 
-def _user_problem(spec:str, data):
+def user_problem(spec:str, data):
     if data in (None, "synthetic"): raise ValueError(f"--problem {spec} is your own loss: give its data with --data FILE (.npz or .csv).")
     X, labels = read_records(data)          # the PRIVATE file: a malformed record is a NaN row the mechanism zeroes, never named
     p = load_loss(spec)(Dataset(normalize_rows(X, 1.0), label_numbers(labels), Path(data).stem))
@@ -160,7 +160,7 @@ def _user_problem(spec:str, data):
 def run_data(problem:str, n:int, d:int, data_seed:int=0, data:str|None=None, test:str|None=None, n_test:int|None=None) -> tuple:
     "(the training problem, the held-out problem or None, what the held-out data is): a synthetic split, or `test` for user data."
     if ":" in problem:                                                                   # the user's own loss
-        train = _user_problem(problem, data)
+        train = user_problem(problem, data)
         return (train, None, None) if test is None else (train, with_data(train, load_file(test)), f"held-out file {test} (not private)")
     if data in (None, "synthetic"):
         n, d = 20000 if n is None else n, 10 if d is None else d
@@ -175,7 +175,7 @@ def run_data(problem:str, n:int, d:int, data_seed:int=0, data:str|None=None, tes
 
 
 # %% ../../nbs/planning/36_run_request.ipynb #dff16e97
-def _check_size(n, d, ds:Dataset, data:str, held:Dataset|None=None):
+def check_size(n, d, ds:Dataset, data:str, held:Dataset|None=None):
     "--n/--d with --data: refused unless they match the file (they size synthetic data only); a held-out file of another width, refused before the run."
     if held is not None and held.p != ds.p: raise ValueError(f"The held-out file has {held.p} feature columns and the training data {data} {ds.p}: give both the same columns.")
     for flag, v, have in (("--n", n, len(ds)), ("--d", d, ds.p)):
@@ -185,7 +185,7 @@ def _check_size(n, d, ds:Dataset, data:str, held:Dataset|None=None):
 
 BUNDLED = ("breast-cancer", "digits")
 
-def _bundled(data:str, problem:str, classes=None) -> Dataset:
+def bundled_data(data:str, problem:str, classes=None) -> Dataset:
     "A bundled dataset: public, scaled with public constants; labels coded for the loss, or its own classes (digits 0..9) for k > 2 declared."
     return load_sklearn(data, labels="class" if multiclass(problem, classes) else "01" if problem == "sigmoid-glm" else "pm1")
 
@@ -205,7 +205,7 @@ def _sort_key(v:str) -> tuple:
     num = label_numbers([v])[0]
     return (bool(np.isnan(num)), 0.0 if np.isnan(num) else float(num), v)
 
-def _schema_classes(test:str|None, loss:str|None, classes, target=-1, like=None, categorical=None):
+def schema_classes(test:str|None, loss:str|None, classes, target=-1, like=None, categorical=None):
     "The schema's classes: declared, else the held-out file's label values (public; two: the smaller negative; k > 2 for logistic/mlp), else None."
     if classes is not None or test is None or test in BUNDLED or loss is None or label_coding(loss) is None: return classes
     vals = sorted({v for v in read_records(test, target, categorical, like=like, held_out=True)[1].tolist() if v.lower() not in NO_LABEL}, key=_sort_key)
@@ -214,7 +214,7 @@ def _schema_classes(test:str|None, loss:str|None, classes, target=-1, like=None,
     raise ValueError(f"The held-out file {test} has {len(vals)} label values ({', '.join(vals[:6])}), and {loss} is a binary loss: "
                      "give a held-out file with two classes, or declare them with --classes NEGATIVE,POSITIVE.")
 
-def _held_out_file(test:str, loss:str|None, classes, target=-1, categorical=None, like=None) -> Dataset:
+def held_out_file(test:str, loss:str|None, classes, target=-1, categorical=None, like=None) -> Dataset:
     "The held-out file (public: refused with the position of a bad entry) in the training file's schema (`like`), its labels coded by the run's schema."
     X, labels = read_records(test, target, categorical, like, held_out=True)
     y, _ = code_schema(labels, loss, classes) if loss else (label_numbers(labels), None)
@@ -234,16 +234,16 @@ def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|Non
     loss = None if ":" in problem else problem
     like = csv_pair(data, test)
     if data in BUNDLED:                                                   # public data: its label set may be read
-        raw = _bundled(data, problem, classes); train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
-    else: train, coding = _private_file(data, loss, cl := _schema_classes(test, loss, classes, target, like, categorical), target, categorical,
+        raw = bundled_data(data, problem, classes); train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
+    else: train, coding = _private_file(data, loss, cl := schema_classes(test, loss, classes, target, like, categorical), target, categorical,
                                         like and test, None if classes is not None or cl is None else "held-out file")
-    _check_size(n, d, train, data)
+    check_size(n, d, train, data)
     held, what, split = None, None, None
     if test is not None:
         what = f"held-out file {test} (not private)"
-        if test not in BUNDLED: held = _held_out_file(test, loss, _schema_classes(test, loss, classes, target, like, categorical), target, categorical, like)
-        else: held = code_labels(_bundled(test, problem, classes), loss, (coding or {}).get("values", classes), say=False)[0] if loss else _bundled(test, problem)
-        _check_size(None, None, train, data, held)
+        if test not in BUNDLED: held = held_out_file(test, loss, schema_classes(test, loss, classes, target, like, categorical), target, categorical, like)
+        else: held = code_labels(bundled_data(test, problem, classes), loss, (coding or {}).get("values", classes), say=False)[0] if loss else bundled_data(test, problem)
+        check_size(None, None, train, data, held)
     elif test_fraction is not None:
         train, held = train_test_split(train, test_fraction, split_seed)
         what = f"held-out {test_fraction:g} of {data} (random split, public seed {split_seed}; not private)"
@@ -268,23 +268,23 @@ def _two_rows(spec:str|None, p:int, scale:str, onehot=None) -> tuple:
 MLP_HIDDEN = 32   # --problem mlp's hidden units unless --hidden says
 INTERCEPT_PROBLEMS = ("logistic", "sigmoid-glm", "robust-regression")   # the linear models an intercept is added to
 
-def _target(req:RunRequest):
+def request_target(req:RunRequest):
     "The target column of the request's .csv files: a header name, an index given as digits, or the last column."
     t = req.target
     return -1 if t is None else int(t) if str(t).lstrip("-").isdigit() else str(t)
 
-def _intercept(req:RunRequest):
+def request_intercept(req:RunRequest):
     "The map a run applies to its prepared rows: `add_intercept` for a linear problem on --data (unless --no-intercept), else none."
     on = req.intercept and req.problem in INTERCEPT_PROBLEMS and req.data not in (None, "synthetic")
     return add_intercept if on else (lambda ds: ds)
 
 def _intercept_block(req:RunRequest) -> dict|None:
-    if _intercept(req) is not add_intercept: return None
+    if request_intercept(req) is not add_intercept: return None
     return dict(value=INTERCEPT, feature_scale=(1 - INTERCEPT ** 2) ** 0.5, note="x_out's last coordinate is the intercept's weight: the model "
                 "is <x[:-1], feature_scale * a> + value * x[-1], for a the scaled row; --no-intercept leaves it out")
 
 
-def _problem_on(problem:str, ds:Dataset, data_seed:int, hidden:int|tuple|None=None, k:int=0):
+def problem_on(problem:str, ds:Dataset, data_seed:int, hidden:int|tuple|None=None, k:int=0):
     "The problem on a prepared dataset (a built-in one, `Multinomial` for logistic with k > 2 classes, the built-in MLP (`make_mlp`), or the user's `MODULE:FUNCTION`)."
     if k > 2 and problem == "logistic": return Multinomial(ds, k)
     if problem == "mlp": return make_mlp(ds, hidden or MLP_HIDDEN, k=k, seed=data_seed)     # He init from the public data seed
@@ -300,11 +300,11 @@ def _scaling(req:RunRequest, train:Dataset, k:int=0) -> tuple:
     if scale == "none": return Scaler(), None, epsilon, dict(source="none", note="rows only projected into the unit ball, features as they are: a feature on a large scale "
                                                                "(values in the hundreds or thousands) swamps the others and the run may learn nothing; "
                                                                "declare public bounds with --scale public --scale-with CENTER,SCALE (e.g. ranges documented with the data)")
-    if scale == "public": sc = public_scaler(*_two_rows(req.scale_with, train.p, scale, onehot_columns(req.data, _target(req), req.categorical))); return sc, None, epsilon, sc.to_dict()
+    if scale == "public": sc = public_scaler(*_two_rows(req.scale_with, train.p, scale, onehot_columns(req.data, request_target(req), req.categorical))); return sc, None, epsilon, sc.to_dict()
     if not ALGORITHMS[algorithm].private: raise ValueError(f"--scale private charges a privacy budget; {algorithm} is not private. Use --scale public or none.")
     es, e0 = split_budget(epsilon, req.scale_epsilon)
-    bounds, scl = _two_rows(req.scale_with, train.p, scale, onehot_columns(req.data, _target(req), req.categorical)), private_scaler_ledger(train.p, es, delta, accountant)
-    shape = _problem_on(req.problem, _intercept(req)(Dataset(np.zeros((len(train), train.p)), np.ones(len(train)))), req.data_seed, req.hidden, k)   # n, p only: no record
+    bounds, scl = _two_rows(req.scale_with, train.p, scale, onehot_columns(req.data, request_target(req), req.categorical)), private_scaler_ledger(train.p, es, delta, accountant)
+    shape = problem_on(req.problem, request_intercept(req)(Dataset(np.zeros((len(train), train.p)), np.ones(len(train)))), req.data_seed, req.hidden, k)   # n, p only: no record
     price = lambda e: planned_ledger(shape, plan_run(shape, algorithm, e, delta, req.alpha, req.beta, accountant, **req.overrides))
     et = training_epsilon(epsilon, delta, scl, price, e0, accountant)
     rng = make_rng(secure=True) if req.secure else (None if req.seed is None else make_rng(req.seed).child(0x5CA1E))
@@ -360,9 +360,9 @@ def run_inputs(req:RunRequest) -> tuple:
     if data in (None, "synthetic"):
         if req.test_fraction is not None or scale != "none": raise ValueError("--test-fraction and --scale apply to --data (synthetic problems hold out their own samples, in the unit ball).")
         p, held, what = run_data("logistic" if problem == "mlp" else problem, req.n, req.d, req.data_seed, data, req.test)
-        if problem == "mlp": p, held = (None if q is None else _problem_on("mlp", q.data, req.data_seed, req.hidden) for q in (p, held))
+        if problem == "mlp": p, held = (None if q is None else problem_on("mlp", q.data, req.data_seed, req.hidden) for q in (p, held))
         return p, held, what, dict(source="synthetic", n=len(p.data), d=p.dim, labels=None, scaling=None, split=None, test=req.test), None, epsilon
-    train, test_ds, what, block = user_data(problem, data, req.test, req.test_fraction, req.split_seed, req.n, req.d, req.classes, _target(req),
+    train, test_ds, what, block = user_data(problem, data, req.test, req.test_fraction, req.split_seed, req.n, req.d, req.classes, request_target(req),
                                               req.categorical)
     if data in ("breast-cancer", "digits"):
         if scale != "none": raise ValueError(f"--scale applies to --data FILE: {data} is already scaled with public constants (see load_sklearn).")
@@ -376,11 +376,11 @@ def run_inputs(req:RunRequest) -> tuple:
     if lab and lab.get("changed", True): print(f"dpnb: {lab['message']} (the label set is public schema)", file=sys.stderr)
     elif data not in BUNDLED and (note := numeric_targets_note(problem)): print(f"dpnb: {note}", file=sys.stderr)
     if data not in ("breast-cancer", "digits"): print(f"dpnb: features: {_scaling_note(info)}", file=sys.stderr)
-    block["warnings"] = width_warning(data, req.test, _target(req), req.categorical) + ([] if test_ds is None else scale_warnings(problem, test_ds, sc))
+    block["warnings"] = width_warning(data, req.test, request_target(req), req.categorical) + ([] if test_ds is None else scale_warnings(problem, test_ds, sc))
     for w in block["warnings"]: print(f"dpnb: warning: {w}", file=sys.stderr)
-    if note := header_note(data, req.test, _target(req), req.categorical): print(f"dpnb: note: {note}", file=sys.stderr)
-    icpt = _intercept(req); block["intercept"] = _intercept_block(req)
-    p = _problem_on(problem, icpt(sc(train)), req.data_seed, req.hidden, n_classes(block["labels"]))
+    if note := header_note(data, req.test, request_target(req), req.categorical): print(f"dpnb: note: {note}", file=sys.stderr)
+    icpt = request_intercept(req); block["intercept"] = _intercept_block(req)
+    p = problem_on(problem, icpt(sc(train)), req.data_seed, req.hidden, n_classes(block["labels"]))
     return p, None if test_ds is None else with_data(p, icpt(sc(test_ds))), what, block, scl, et
 
 def scale_warnings(problem:str, held:Dataset, sc) -> list:
@@ -459,42 +459,3 @@ def to_json(self:Result, indent:int|None=1) -> str:
 def save(self:Result, path) -> Path:
     "Write `to_json()` to `path` (its folder is created); returns the path."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True); path.write_text(self.to_json()); return path
-
-# %% ../../nbs/planning/36_run_request.ipynb #ae7aca95
-def shape_problem(req:RunRequest):
-    "The problem a dry run prices: synthetic or bundled data as a run builds it; a private file's shape only (its records are zeros)."
-    problem, n, d, data = req.problem, req.n, req.d, req.data
-    if data in (None, "synthetic"):
-        if ":" in problem: return _user_problem(problem, data)
-        p = get_problem("logistic" if problem == "mlp" else problem, n=20000 if n is None else n, d=10 if d is None else d, seed=req.data_seed)
-        return _problem_on("mlp", p.data, req.data_seed, req.hidden) if problem == "mlp" else p
-    k = 0 if ":" in problem else len(multiclass(problem, req.classes if data in BUNDLED else _schema_classes(req.test, problem, req.classes, _target(req), csv_pair(data, req.test), req.categorical)) or ())
-    if data in BUNDLED:
-        ds = _bundled(data, problem, req.classes); _check_size(n, d, ds, data)
-        return _problem_on(problem, _intercept(req)(ds), req.data_seed, req.hidden, k)
-    held = None if req.test is None or req.test in BUNDLED else _held_out_file(req.test, None if ":" in problem else problem, _schema_classes(req.test, problem, req.classes,   # public: checked as the run will
-        _target(req), csv_pair(data, req.test), req.categorical), _target(req), req.categorical, csv_pair(data, req.test))
-    shape = read_records(data, _target(req), req.categorical, schema=csv_pair(data, req.test) and req.test)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
-    _check_size(n, d, zeros, data, held)
-    return _problem_on(problem, _intercept(req)(zeros), req.data_seed, req.hidden, k)
-
-# %% ../../nbs/planning/36_run_request.ipynb #f86f0197
-def dry_run(req:RunRequest) -> str:
-    "The plan and its price, without running: what `dpnb run --dry-run` prints (no sample is read by the algorithm, nothing is spent)."
-    algorithm, epsilon, delta, alpha, beta, accountant, overrides = (req.algorithm, req.epsilon, req.delta, req.alpha, req.beta, req.accountant,
-                                                                     req.overrides)
-    check_request(algorithm, epsilon, delta, alpha, beta, **overrides)
-    p = shape_problem(req)
-    scl, et = Ledger(), epsilon
-    if req.scale == "private" and ALGORITHMS[algorithm].private:
-        es, e0 = split_budget(epsilon, req.scale_epsilon); scl = private_scaler_ledger(p.data.p, es, delta, accountant)
-        et = training_epsilon(epsilon, delta, scl, lambda e: planned_ledger(p, plan_run(p, algorithm, e, delta, alpha, beta, accountant, **overrides)), e0, accountant)
-    plan = plan_run(p, algorithm, et, delta, alpha, beta, accountant, **overrides)
-    led = compose(scl, planned_ledger(p, plan))
-    price = (f"epsilon {led.spent(plan.delta, accountant):.4g} of {epsilon:g} at delta {plan.delta:g} ({NEIGHBOURING}, {accountant})"
-             if ALGORITHMS[algorithm].private else "NOT private")
-    try: work = format_work(check_time(p, plan, req.max_seconds, lambda n=None, beta=beta: plan_run(
-                     shaped(p, n or plan.n), algorithm, et, delta, alpha, beta, accountant, **overrides)))
-    except TooSlowError as err: work = f"{format_work(estimate_work(p, plan))}\nover --max-seconds: `dpnb run` would refuse it. {err}"
-    return "\n".join([f"dpnb run {algorithm} --dry-run: {plan.theorem}, n = {plan.n}, d = {plan.d}", f"price: {price}", repr(led),
-                      f"plan: {plan.params!r}", work] + [f"warning: {w}" for w in plan.warnings])

@@ -17,7 +17,8 @@ from ..problems.base import capabilities
 from ..problems.data import class_targets
 from .tuning import (tune, accuracy, plan_tuning, default_grid, tuning_verdict, DEFAULT_MEAN_RUNS,  # noqa: F401 (the last three:
                                         DISTRIBUTIONS, SCORES, WHEN)                                                      # `dpnb tune`'s choices)
-from .request import RunRequest, run_inputs, jsonable, shape_problem, ADD_REMOVE_NOTE
+from .request import RunRequest, run_inputs, jsonable, ADD_REMOVE_NOTE
+from .dry_run import shape_problem
 
 # %% auto #0
 __all__ = ['run_tune', 'tune_dry_run']
