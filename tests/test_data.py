@@ -78,7 +78,7 @@ def test_cli_breast_cancer_csv_public_scaling_held_out_accuracy(bc_files, capsys
     assert r["evaluation"]["accuracy_out"] >= 0.9, r["evaluation"]
 
 def test_cli_private_scaling_is_in_the_ledger(bc_files):
-    code, r = _run(bc_files, "dp-sgd", "--data", str(bc_files / "bc.csv"), "--test-fraction", "0.3", "--seed", "0",
+    code, r = _run(bc_files, "dp-sgd", "--data", str(bc_files / "bc.csv"), "--target", "y", "--test-fraction", "0.3", "--seed", "0",
                    "--scale", "private", "--scale-with", "0,2500", "--scale-epsilon", "0.3")
     pr = r["privacy"]
     assert code == 0 and pr["budget_split"]["scaling"] == 0.3 and 0.7 <= pr["budget_split"]["training"] < 1
@@ -86,12 +86,13 @@ def test_cli_private_scaling_is_in_the_ledger(bc_files):
     assert abs(led.spent(1e-5) - pr["epsilon_spent"]) < 1e-12 and pr["epsilon_spent"] <= 1 and pr["epsilon"] == 1
 
 @pytest.mark.parametrize("args, says", [
-    (["--data", "{d}/y3.csv", "--classes", "0,1,2", "--problem", "sigmoid-glm"], "declare two classes"),
+    (["--data", "{d}/y3.csv", "--d", "30", "--classes", "0,1,2", "--problem", "sigmoid-glm"], "declare two classes"),
+    (["--data", "{d}/y3.csv", "--classes", "0,1,2"], "give its feature columns, --d D"),       # headerless, no held-out file: the width is public input
     (["--data", "{d}/bc.csv", "--classes", "0,1", "--problem", "robust-regression"], "reads its targets as numbers"),
-    (["--data", "{d}/bc.csv", "--n", "500"], "Drop --n"),
-    (["--data", "{d}/bc.csv", "--d", "3"], "Drop --d"),
+    (["--data", "{d}/bc.csv", "--target", "y", "--n", "500"], "Drop --n"),
+    (["--data", "{d}/bc.csv", "--target", "y", "--d", "3"], "Drop --d"),
     (["--data", "{d}/bc.csv", "--scale", "private", "--scale-with", "0,1", "--scale-epsilon", "2"], "no data was read"),
-    (["--data", "{d}/bc.csv", "--scale", "public"], "needs --scale-with"),
+    (["--data", "{d}/bc.csv", "--target", "y", "--scale", "public"], "needs --scale-with"),
     (["--test-fraction", "0.3"], "apply to --data"),
 ])
 def test_cli_refusals(bc_files, capsys, args, says):
@@ -128,14 +129,14 @@ def test_the_target_column_is_named_by_the_header(tmp_path):
 
 def test_a_user_file_with_a_bundled_held_out_set_and_a_split_of_fixed_size(bc_files):
     "--test breast-cancer beside a user file runs (its public labels coded as the loss needs); a split's sizes depend on n alone."
-    code, r = _run(bc_files, "dp-sgd", "--data", str(bc_files / "bc.csv"), "--test", "breast-cancer", "--seed", "0")
+    code, r = _run(bc_files, "dp-sgd", "--data", str(bc_files / "bc.csv"), "--target", "y", "--test", "breast-cancer", "--seed", "0")
     assert code == 0 and r["evaluation"]["n"] == 569
 
 def test_text_targets_under_a_regression_loss_are_named_before_and_after_the_data(tmp_path, capsys):
     "The default problem (robust-regression) reads targets as numbers: a public note says so; a held-out text target is refused, --classes too."
     rows = "\n".join(f"{i % 7},{i % 3},{'yes' if i % 2 else 'no'}" for i in range(200))
     (tmp_path / "t.csv").write_text("a,b,y\n" + rows + "\n"); (tmp_path / "h.csv").write_text("a,b,y\n" + rows[:60] + "\n")
-    base = ["run", "dp-sgd", "--data", str(tmp_path / "t.csv"), "--epsilon", "1", "--delta", "1e-5", "--quiet", "--out", str(tmp_path / "r.json")]
+    base = ["run", "dp-sgd", "--data", str(tmp_path / "t.csv"), "--target", "y", "--epsilon", "1", "--delta", "1e-5", "--quiet", "--out", str(tmp_path / "r.json")]
     assert main(base) == 0 and "targets read as numbers for robust-regression" in capsys.readouterr().err
     assert main(base + ["--test", str(tmp_path / "h.csv")]) == 2
     err = capsys.readouterr().err; assert "not a number (data row 1" in err and "--problem logistic" in err, err
@@ -164,7 +165,7 @@ def test_a_held_out_split_without_a_label_of_the_schema_is_refused_before_the_ru
     "Text labels, no --classes, --test-fraction: the held-out split has no row to evaluate; refused before any budget is spent (it crashed after the run)."
     rows = "\n".join(f"{i % 7},{i % 3},{'yes' if i % 2 else 'no'}" for i in range(200))
     (tmp_path / "t.csv").write_text("a,b,y\n" + rows + "\n"); out = tmp_path / "r.json"
-    assert main(["run", "dp-sgd", "--problem", "logistic", "--data", str(tmp_path / "t.csv"), "--test-fraction", "0.3", "--epsilon", "1",
+    assert main(["run", "dp-sgd", "--problem", "logistic", "--data", str(tmp_path / "t.csv"), "--target", "y", "--test-fraction", "0.3", "--epsilon", "1",
                  "--delta", "1e-5", "--quiet", "--out", str(out)]) == 2
     assert "No row of the held-out split" in capsys.readouterr().err and not out.exists()
 

@@ -69,7 +69,7 @@ def test_a_users_loss_reads_its_private_file_without_naming_a_record(tmp_path):
     rows = [",".join(f"{v:g}" for v in r) + f",{t}" for r, t in zip(X, y)]; rows[5] = "1.0,secret_value_Alice,,1"
     (tmp_path / "tr.csv").write_text("\n".join(rows) + "\n")
     (tmp_path / "mine_loss.py").write_text("from dpnotebooks.problems.base import Logistic\ndef make(ds): return Logistic(ds)\n")
-    r = dpnb_here("run", "dp-sgd", "--problem", "mine_loss:make", "--data", "tr.csv", "--epsilon", "1", "--delta", "1e-5", "--seed", "0",
+    r = dpnb_here("run", "dp-sgd", "--problem", "mine_loss:make", "--data", "tr.csv", "--d", "3", "--epsilon", "1", "--delta", "1e-5", "--seed", "0",
                   "--out", "o.json", cwd=tmp_path)
     assert r.returncode == 0 and "Alice" not in r.stdout + r.stderr and "line 6" not in r.stdout + r.stderr, r.stderr
 

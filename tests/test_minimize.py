@@ -141,3 +141,16 @@ def test_an_algorithm_without_its_own_budget_check_is_still_refused_before_readi
         assert reads == [2000] and res.epsilon_spent <= 1.0 and res.ledger == planned(ok, res.trace["plan"])
     finally:
         ALGORITHMS.pop("toy-gaussian-mean", None)
+
+@pytest.mark.parametrize("algorithm", sorted(SETUPS))
+def test_a_noise_field_set_to_zero_is_refused_not_priced_at_zero(algorithm, guarded):
+    "σ = 0 releases without noise: its release was left out of the ledger, so the run reported ε spent 0 of the target. Refused, before reading."
+    field = "sigma2" if algorithm == "klt-multi-pass" else "sigma"
+    with pytest.raises(BudgetExceededError, match=f"{field} = 0 would release statistics of the data without noise"):
+        minimize(guarded, algorithm, epsilon=1.0, delta=DELTA, seed=0, **{field: 0.0}, **(dict(max_steps=50) if algorithm == "klt-multi-pass" else {}))
+
+def test_an_empty_ledger_of_a_private_algorithm_is_refused(guarded):
+    "The backstop: whatever set the noise, a private plan whose ledger holds no release is refused (the budget check alone would pass it)."
+    from dpnotebooks.planning.minimize import _check_noise
+    plan = plan_run(guarded, "dp-sgd", epsilon=1.0, delta=DELTA)
+    with pytest.raises(BudgetExceededError, match="no noisy release"): _check_noise(ALGORITHMS["dp-sgd"], plan, ALGORITHMS["dp-sgd"].planned(guarded, plan._replace(params=plan.params._replace(sigma=0.0))))

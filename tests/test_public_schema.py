@@ -50,12 +50,12 @@ def test_declared_text_classes_and_a_held_out_file_name_the_schema(tmp_path, cap
     (tmp_path / "t.csv").write_text("a,b,c,y\n" + "\n".join(rows) + "\n")
     (tmp_path / "h.csv").write_text("a,b,c,y\n" + "\n".join(rows[:50]) + "\n")
     out = tmp_path / "r.json"
-    assert main(BASE + ["--data", str(tmp_path / "t.csv"), "--classes", "no,yes", "--out", str(out)]) == 0
+    assert main(BASE + ["--data", str(tmp_path / "t.csv"), "--classes", "no,yes", "--d", "3", "--out", str(out)]) == 0
     r = json.loads(out.read_text()); assert r["data"]["labels"]["schema"] == dict(negative=["no"], positive="yes")
     assert main(BASE + ["--data", str(tmp_path / "t.csv"), "--test", str(tmp_path / "h.csv"), "--out", str(out)]) == 0
     r = json.loads(out.read_text())
     assert r["data"]["labels"]["source"] == "held-out file" and r["evaluation"]["accuracy_out"] > 0.8     # the held-out file's labels: no, yes
-    assert main(BASE + ["--data", str(tmp_path / "t.csv"), "--out", str(out)]) == 0                 # undeclared text labels: every record zeroed
+    assert main(BASE + ["--data", str(tmp_path / "t.csv"), "--d", "3", "--out", str(out)]) == 0     # undeclared text labels: every record zeroed
     assert "declare classes" in capsys.readouterr().err
 
 @pytest.mark.parametrize("what", ["an odd label 7", "a text label", "a NaN feature", "a huge row"])
@@ -76,7 +76,7 @@ def test_a_headerless_file_whose_first_record_is_malformed_answers_as_its_neighb
     for name, line in (("base", None), ("odd", first)):
         rows = _rows(); rows[0] = line or rows[0]
         d = tmp_path / name; d.mkdir(); (d / "train.csv").write_text("\n".join(rows) + "\n")
-        assert main(BASE + ["--data", str(d / "train.csv"), "--out", str(d / "r.json")] + (["--test", str(test)] if held_out else [])) == 0
+        assert main(BASE + ["--data", str(d / "train.csv"), "--out", str(d / "r.json")] + (["--test", str(test)] if held_out else ["--d", "3"])) == 0
         rec = json.loads((d / "r.json").read_text()); rec["data"]["source"] = "DIR"; recs.append(rec)
         errs.append(capsys.readouterr().err.replace(str(d), "DIR"))
     a, b = ({k: v for k, v in r.items() if k not in RELEASED | {"evaluation"}} for r in recs)
@@ -87,19 +87,21 @@ def test_a_record_with_an_odd_line_break_or_a_blank_record_keeps_n(tmp_path, cap
     "Rows end at \\n only: a record's own \\r, form feed or U+2028 cannot split it, and a blank row is a zeroed record; n is the rows' count."
     rows = _rows(); rows[ODD] = odd
     (tmp_path / "train.csv").write_bytes(("\n".join(rows) + "\n").encode())
-    assert main(BASE + ["--data", str(tmp_path / "train.csv"), "--out", str(tmp_path / "r.json")]) == 0
+    assert main(BASE + ["--data", str(tmp_path / "train.csv"), "--d", "3", "--out", str(tmp_path / "r.json")]) == 0
     assert json.loads((tmp_path / "r.json").read_text())["n"] == N + odd.count("\n")   # a quoted line break: two rows, both zeroed
 
-def test_a_headerless_near_tie_of_row_lengths_is_decided_by_the_held_out_file(tmp_path, capsys):
-    "Half the rows 4 cells, half 5 (no header): the most common length flips with one record; the held-out .csv's (public) does not."
+def test_a_headerless_near_tie_of_row_lengths_is_decided_by_public_input(tmp_path, capsys):
+    "Half the rows 4 cells, half 5 (no header): the most common length would flip with one record; the width comes from the held-out .csv or --d (public), else the file is refused for both."
     rows = _rows()[:N // 2] + [r + ",9" for r in _rows()[N // 2:]]
     test = tmp_path / "h.csv"; test.write_text("\n".join(_rows()[:40]) + "\n")
     recs = {}
     for name, first in (("base", rows[0]), ("odd", rows[0] + ",9")):
         d = tmp_path / name; d.mkdir(); (d / "train.csv").write_text("\n".join([first] + rows[1:]) + "\n")
-        for extra in ([], ["--test", str(test)]):
+        assert main(BASE + ["--data", str(d / "train.csv"), "--out", str(d / "r.json")]) == 2
+        recs[name] = capsys.readouterr().err.replace(str(d), "DIR"); assert "--d D" in recs[name]
+        for extra in (["--d", "3"], ["--test", str(test)]):
             assert main(BASE + ["--data", str(d / "train.csv"), *extra, "--out", str(d / "r.json")]) == 0
-            rec = json.loads((d / "r.json").read_text()); recs[name, bool(extra)] = (rec["d"], rec["n"])
-            assert ("is read without a header, as the held-out file h.csv has none, and its rows at that file's width (4 columns)" in capsys.readouterr().err) == bool(extra)
-    assert recs["base", False] != recs["odd", False]                       # the private mode: one record moves the width
-    assert recs["base", True] == recs["odd", True] == (4, N)               # 3 features + the intercept, from the held-out file
+            rec = json.loads((d / "r.json").read_text()); recs[name, extra[0]] = (rec["d"], rec["n"])
+            assert ("is read without a header, as the held-out file h.csv has none, and its rows at that file's width (4 columns)" in capsys.readouterr().err) == (extra[0] == "--test")
+    assert recs["base"] == recs["odd"]                                     # refused alike: nothing read from the rows decides it
+    assert recs["base", "--d"] == recs["odd", "--d"] == recs["base", "--test"] == recs["odd", "--test"] == (4, N)   # 3 features + the intercept

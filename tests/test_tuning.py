@@ -106,7 +106,7 @@ def test_tune_dry_run_says_whether_tuning_pays(tmp_path, capsys):
     said = capsys.readouterr().out
     assert "epsilon_0 = " in said and "cost more than it gains" in said and not out.exists()
     rs = np.random.default_rng(0); np.savetxt(tmp_path / "big.csv", np.c_[rs.normal(size=(20000, 3)), rs.integers(0, 2, 20000)], delimiter=",")
-    assert main(args + ["--data", str(tmp_path / "big.csv")]) == 0 and "tuning can pay" in capsys.readouterr().out
+    assert main(args + ["--data", str(tmp_path / "big.csv"), "--d", "3"]) == 0 and "tuning can pay" in capsys.readouterr().out
 
 def test_where_tuning_would_not_pay_the_defaults_run_with_the_whole_budget_and_no_record_decides_it():
     "34_private_tuning: the verdict reads the plan only; its fallback is `minimize`'s run bit for bit, at the same seed."
@@ -126,7 +126,7 @@ def test_tuning_a_regression_loss_reports_its_held_out_loss(tmp_path, held_out):
     rs = np.random.default_rng(0); X = rs.normal(size=(600, 3)); y = X @ [0.5, -0.2, 0.1] + 0.1 * rs.normal(size=600)
     np.savetxt(tmp_path / "tr.csv", np.c_[X[:400], y[:400]], delimiter=","); np.savetxt(tmp_path / "te.csv", np.c_[X[400:], y[400:]], delimiter=",")
     out = tmp_path / "t.json"; held_out = [str(tmp_path / "te.csv") if a == "TEST" else a for a in held_out]
-    assert main(["tune", "dp-sgd", "--problem", "robust-regression", "--data", str(tmp_path / "tr.csv"), *held_out, "--score", "loss",
+    assert main(["tune", "dp-sgd", "--problem", "robust-regression", "--data", str(tmp_path / "tr.csv"), "--d", "3", *held_out, "--score", "loss",
                  "--grid", "epochs=2,4", "--tune-anyway", "--epsilon", "2", "--delta", "1e-5", "--seed", "0", "--out", str(out)]) == 0
     ev = json.loads(out.read_text())["evaluation"]
     assert "accuracy_out" not in ev and np.isfinite(ev["loss_out"]) and ev["n"] in (120, 200)

@@ -188,7 +188,7 @@ def _grid(specs) -> dict|None:
 def cmd_tune(args) -> int:
     "`dpnb tune`: print the selection's summary, write its JSON record."
     _unused_flags(args)
-    named = ("epsilon", "delta", "seed", "data", "test", "test_fraction", "split_seed", "scale", "scale_with", "classes", "nonprivate_diagnostics", "hidden", "target")
+    named = ("epsilon", "delta", "seed", "data", "d", "test", "test_fraction", "split_seed", "scale", "scale_with", "classes", "nonprivate_diagnostics", "hidden", "target")
     req = RunRequest(args.algorithm, args.problem, **{k: getattr(args, k) for k in named}, overrides=_parse_overrides(args.set),
                      intercept=not args.no_intercept, categorical=parse_categorical(args.categorical))
     how = (_grid(args.grid), args.mean_runs, args.distribution, args.validation_fraction, args.score, "always" if args.tune_anyway else "pays")

@@ -36,7 +36,7 @@ def shape_problem(req:RunRequest):
         return problem_on(problem, request_intercept(req)(ds), req.data_seed, req.hidden, k)
     held = None if req.test is None or req.test in BUNDLED else held_out_file(req.test, None if ":" in problem else problem, schema_classes(req.test, problem, req.classes,   # public: checked as the run will
         request_target(req), csv_pair(data, req.test), req.categorical), request_target(req), req.categorical, csv_pair(data, req.test))
-    shape = read_records(data, request_target(req), req.categorical, schema=csv_pair(data, req.test) and req.test)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
+    shape = read_records(data, request_target(req), req.categorical, schema=csv_pair(data, req.test) and req.test, d=d)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
     check_size(n, d, zeros, data, held)
     return problem_on(problem, request_intercept(req)(zeros), req.data_seed, req.hidden, k)
 

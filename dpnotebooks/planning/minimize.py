@@ -13,7 +13,7 @@ from ..privacy.accounting import DEFAULT_ACCOUNTANT
 from ..core.validation import check_positive, check_delta
 from ..engine.registry import Plan, RunOutput, scale_noise
 from .catalog import ALGORITHMS, get_algorithm
-from ..privacy.ledger import Ledger, Release, Result, check_budget, calibrate_ledger
+from ..privacy.ledger import Ledger, Release, Result, check_budget, calibrate_ledger, BudgetExceededError
 from ..engine.faults import RunStopped
 from ..engine.checkpoint import Checkpointer, CheckpointWriteError, content_hash, problem_description
 
@@ -88,6 +88,7 @@ def _declared_bounds(problem, alg, consts:dict) -> dict:
 def _override(problem, plan:Plan, alg, fields:dict) -> Plan:
     "`plan` with the user's record fields; re-priced unless the noise was given or only FREE fields moved; fitted to ε."
     noise_given = bool(set(alg.params.NOISE) & set(fields))
+    if alg.private and (zero := [f for f in alg.params.NOISE if f in fields and np.any(np.asarray(fields[f], dtype=float) == 0)]): _check_noise(alg, plan, None, zero)
     if fields:
         plan = plan.tune(**fields)
         if alg.private and not noise_given and set(fields) - set(alg.params.FREE):
@@ -191,12 +192,19 @@ def _check_call(problem, diagnostics):
     check_loss(problem)                                   # shapes, on a zero batch: no data read, nothing spent
 
 # %% ../../nbs/planning/30_minimize.ipynb #8febe0c9
+def _check_noise(alg, plan, ledger, zero=()):
+    "A private run releases with noise: a noise field overridden to 0 (`zero`: a release no finite ε covers, left out of the ledger) or an empty ledger is refused."
+    if zero or not ledger.releases: raise BudgetExceededError(
+        f"{alg.name}: {' and '.join(f'{f} = 0' for f in zero) or 'no noisy release'} would release statistics of the data without noise, which no finite "
+        f"epsilon covers (the target is {plan.epsilon:g}). Drop the override: the accountant calibrates the noise to epsilon; for a non-private baseline, "
+        "run one of the algorithms `dpnb list` marks non-private.")
+
 def _prepared(problem, algorithm:str, plan, x0, seed, secure:bool, accountant:str, max_seconds=None, replan=None) -> tuple:
     "(alg, rng, x0, ledger): the registry entry, the root RNG, the checked x0, and the planned ledger, checked against the budget and the time limit."
     alg, rng = ALGORITHMS[algorithm], make_rng(seed, secure=secure)
     x0 = problem.x0 if x0 is None else _check_x0(x0, problem.dim)
     ledger = alg.planned(problem, plan) if alg.planned is not None else _nonprivate_ledger()
-    if alg.private: check_budget(ledger, plan.epsilon, plan.delta, accountant)     # the one budget check: before any data is read
+    if alg.private: _check_noise(alg, plan, ledger); check_budget(ledger, plan.epsilon, plan.delta, accountant)   # the one budget check: before any data is read
     if max_seconds is not None:                                                     # and the one time check (35_cost), also before
         from dpnotebooks.planning.cost import check_time
         check_time(problem, plan, max_seconds, replan)

@@ -149,9 +149,9 @@ def load_loss(spec:str): # 'module:function'; function(Dataset) -> Problem
     if not callable(f): raise ValueError(f"{spec} is not a function of the dataset.")
     return f
 
-def user_problem(spec:str, data):
+def user_problem(spec:str, data, d:int|None=None, test=None):
     if data in (None, "synthetic"): raise ValueError(f"--problem {spec} is your own loss: give its data with --data FILE (.npz or .csv).")
-    X, labels = read_records(data)          # the PRIVATE file: a malformed record is a NaN row the mechanism zeroes, never named
+    X, labels = read_records(data, d=d, schema=csv_pair(data, test) and test)   # PRIVATE: a malformed record is a NaN row the mechanism zeroes, never named
     p = load_loss(spec)(Dataset(normalize_rows(X, 1.0), label_numbers(labels), Path(data).stem))
     if not hasattr(p, "value") or not hasattr(p, "data"): raise ValueError(f"{spec} must return a Problem (e.g. from from_torch or from_jax). Found {type(p).__name__}.")
     return p
@@ -160,7 +160,7 @@ def user_problem(spec:str, data):
 def run_data(problem:str, n:int, d:int, data_seed:int=0, data:str|None=None, test:str|None=None, n_test:int|None=None) -> tuple:
     "(the training problem, the held-out problem or None, what the held-out data is): a synthetic split, or `test` for user data."
     if ":" in problem:                                                                   # the user's own loss
-        train = user_problem(problem, data)
+        train = user_problem(problem, data, d, test)
         return (train, None, None) if test is None else (train, with_data(train, load_file(test)), f"held-out file {test} (not private)")
     if data in (None, "synthetic"):
         n, d = 20000 if n is None else n, 10 if d is None else d
@@ -189,9 +189,9 @@ def bundled_data(data:str, problem:str, classes=None) -> Dataset:
     "A bundled dataset: public, scaled with public constants; labels coded for the loss, or its own classes (digits 0..9) for k > 2 declared."
     return load_sklearn(data, labels="class" if multiclass(problem, classes) else "01" if problem == "sigmoid-glm" else "pm1")
 
-def _private_file(data:str, loss:str|None, classes, target=-1, categorical=None, schema=None, source=None) -> tuple:
+def _private_file(data:str, loss:str|None, classes, target=-1, categorical=None, schema=None, source=None, d=None) -> tuple:
     "(Dataset, coding) of the PRIVATE training file: `read_records` (headerless: the held-out .csv `schema`'s width), labels coded by the public schema."
-    X, labels = read_records(data, target, categorical, schema=schema)
+    X, labels = read_records(data, target, categorical, schema=schema, d=d)
     y, coding = code_schema(labels, loss, classes, source) if loss else (label_numbers(labels), None)
     return Dataset(X, y, Path(data).stem), coding
 
@@ -236,7 +236,7 @@ def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|Non
     if data in BUNDLED:                                                   # public data: its label set may be read
         raw = bundled_data(data, problem, classes); train, coding = code_labels(raw, loss, classes, say=False) if loss else (raw, None)
     else: train, coding = _private_file(data, loss, cl := schema_classes(test, loss, classes, target, like, categorical), target, categorical,
-                                        like and test, None if classes is not None or cl is None else "held-out file")
+                                        like and test, None if classes is not None or cl is None else "held-out file", d)
     check_size(n, d, train, data)
     held, what, split = None, None, None
     if test is not None:
@@ -294,16 +294,20 @@ def problem_on(problem:str, ds:Dataset, data_seed:int, hidden:int|tuple|None=Non
     return p
 
 # %% ../../nbs/planning/36_run_request.ipynb #85902653
+def _onehot(req):
+    "Which features are one-hot columns (the public schema: header or held-out file, else --d), for the scaling."
+    return onehot_columns(req.data, request_target(req), req.categorical, req.d, csv_pair(req.data, req.test) and req.test)
+
 def _scaling(req:RunRequest, train:Dataset, k:int=0) -> tuple:
     "(Scaler, its Ledger or None, the training run's ε, the scaling's record): public constants, none, or a charged private estimate."
     scale, algorithm, epsilon, delta, accountant = req.scale, req.algorithm, req.epsilon, req.delta, req.accountant
     if scale == "none": return Scaler(), None, epsilon, dict(source="none", note="rows only projected into the unit ball, features as they are: a feature on a large scale "
                                                                "(values in the hundreds or thousands) swamps the others and the run may learn nothing; "
                                                                "declare public bounds with --scale public --scale-with CENTER,SCALE (e.g. ranges documented with the data)")
-    if scale == "public": sc = public_scaler(*_two_rows(req.scale_with, train.p, scale, onehot_columns(req.data, request_target(req), req.categorical))); return sc, None, epsilon, sc.to_dict()
+    if scale == "public": sc = public_scaler(*_two_rows(req.scale_with, train.p, scale, _onehot(req))); return sc, None, epsilon, sc.to_dict()
     if not ALGORITHMS[algorithm].private: raise ValueError(f"--scale private charges a privacy budget; {algorithm} is not private. Use --scale public or none.")
     es, e0 = split_budget(epsilon, req.scale_epsilon)
-    bounds, scl = _two_rows(req.scale_with, train.p, scale, onehot_columns(req.data, request_target(req), req.categorical)), private_scaler_ledger(train.p, es, delta, accountant)
+    bounds, scl = _two_rows(req.scale_with, train.p, scale, _onehot(req)), private_scaler_ledger(train.p, es, delta, accountant)
     shape = problem_on(req.problem, request_intercept(req)(Dataset(np.zeros((len(train), train.p)), np.ones(len(train)))), req.data_seed, req.hidden, k)   # n, p only: no record
     price = lambda e: planned_ledger(shape, plan_run(shape, algorithm, e, delta, req.alpha, req.beta, accountant, **req.overrides))
     et = training_epsilon(epsilon, delta, scl, price, e0, accountant)

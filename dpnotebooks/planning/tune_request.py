@@ -33,7 +33,7 @@ def run_tune(req:RunRequest, # the data, the budget, the seed and the fixed over
     algorithm, problem, data, epsilon, delta, seed = req.algorithm, req.problem, req.data, req.epsilon, req.delta, req.seed
     if req.scale == "private": raise ValueError("`dpnb tune` takes --scale none or public: a private scaling would need its own share of the budget (use `dpnb run`).")
     if data in (None, "synthetic"): raise ValueError("`dpnb tune` selects on your data: give --data (breast-cancer, digits or a file) and --test or --test-fraction.")
-    with np.errstate(all="ignore"): p, held, what, block, _, _ = run_inputs(replace(req, accountant="rdp", data_seed=0, n=None, d=None))
+    with np.errstate(all="ignore"): p, held, what, block, _, _ = run_inputs(replace(req, accountant="rdp", data_seed=0, n=None))
     grid = default_grid(p, algorithm, epsilon, delta, **req.overrides) if grid is None else grid
     res = tune(p, algorithm, grid, epsilon, delta, mean_runs=mean_runs, distribution=distribution, validation_fraction=validation_fraction,
                score=score, seed=seed, diagnostics="nonprivate" if req.nonprivate_diagnostics else None, when=when, **req.overrides)
@@ -57,7 +57,7 @@ def tune_dry_run(req:RunRequest, grid:dict|None, mean_runs:float=DEFAULT_MEAN_RU
     "The selection's price beside the untuned run's, and whether tuning is expected to pay: what `dpnb tune --dry-run` prints (no record is read)."
     algorithm, epsilon, delta = req.algorithm, req.epsilon, req.delta
     check_request(algorithm, epsilon, delta, None, None, **req.overrides)
-    p = shape_problem(replace(req, n=None, d=None))
+    p = shape_problem(replace(req, n=None))
     if req.test_fraction is not None: p = shaped(p, len(p.data) - int(round(len(p.data) * req.test_fraction)))   # the training side of the split
     grid = default_grid(p, algorithm, epsilon, delta, **req.overrides) if grid is None else grid
     tp = plan_tuning(p, algorithm, grid, epsilon, delta, mean_runs, distribution, validation_fraction=validation_fraction, score=score, **req.overrides)

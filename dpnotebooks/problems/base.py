@@ -372,9 +372,9 @@ def _linear_clipped_sum(self, x, batch, clip:float, Y=None, alpha:float=0.0, rng
 LinearModel.clipped_sum = _linear_clipped_sum
 
 # %% ../../nbs/problems/04_problems.ipynb #465fb3c1
-def _user_file(P, path, classes=None) -> Dataset:
+def _user_file(P, path, classes=None, d:int|None=None) -> Dataset:
     "A user's file, read as PRIVATE (`read_records`: every row a record, none named), labels coded for P's loss by the public schema (`code_schema`), rows in the unit ball."
-    X, labels = read_records(path)
+    X, labels = read_records(path, d=d)                                  # a headerless .csv: its width from d (public)
     y = code_schema(labels, P.name, classes)[0] if label_coding(P.name) else label_numbers(labels)
     return Dataset(normalize_rows(X), y, Path(path).stem)
 
@@ -406,19 +406,20 @@ def _load_data(P, data, n, d, seed, outlier_fraction, intercept=None, classes=No
 def _raw_data(P, data, n, d, seed, outlier_fraction, classes=None, **kw):
     if isinstance(data, Dataset): return data if data.classes is None else _schema_coded(P, data)   # prepared data: as given
     if data in (None, "synthetic"):
+        d = 10 if d is None else d
         for nm, v in (("n", n), ("d", d)):
             if not isinstance(v, (int, np.integer)) or v < 1: raise ValueError(f"`{nm}` must be a positive integer. Found {v!r}.")
         extra = {k: kw[k] for k in ("hidden", "loss") if k in kw and P is ReluNet}
         return P.synthetic(int(n), int(d), seed=seed, outlier_fraction=outlier_fraction, **extra)
     if data in ("breast-cancer", "digits"):
         return load_sklearn(data, labels="01" if P is SigmoidGLM else "pm1")
-    return _user_file(P, data, classes)
+    return _user_file(P, data, classes, d)
 
 
 # %% ../../nbs/problems/04_problems.ipynb #55068ab6
 def get_problem(name:str, # a name from `list_problems()`
                 n:int=1000, # number of samples (synthetic data)
-                d:int=10, # feature dimension (synthetic data)
+                d:int|None=None, # feature dimension of synthetic data (default 10), or the feature columns of a headerless .csv `data` (PUBLIC: its width)
                 seed:int=0, # seed of the synthetic data (not of any privacy noise)
                 data:str|Dataset|None=None, # None/'synthetic', 'breast-cancer', 'digits', a .npz/.csv path, a `Dataset.from_pandas`, or a prepared `Dataset`
                 outlier_fraction:float|None=None, # synthetic outliers (default 0.1; 0 for 'saddle')

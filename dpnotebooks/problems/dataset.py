@@ -306,8 +306,14 @@ def _named(target, categorical) -> bool:
     "Whether a column is named by a header name (so the file has a header, by the user's own declaration)."
     return isinstance(target, str) or any(not str(c).lstrip("-").isdigit() for c in (categorical or {}))
 
-def _csv_schema(path:Path, target:int|str=-1, public:Path|None=None, categorical:dict|None=None, own:bool=False) -> tuple:
-    "(lines, header names or None, width). A PRIVATE file has a header when a column is named, or when the `public` held-out file has one; only a public file (`own`) shows its own (a first line holding no number)."
+def _public_width(path:Path, d:int|None, categorical:dict|None) -> int:
+    "The columns of a headerless PRIVATE .csv with no held-out .csv: from its declared feature count d (one-hot blocks back to one column each, plus y)."
+    if d is None: raise ValueError(f"{path.name} has no header and no held-out .csv, so its number of columns would be read from its rows (private): give "
+                                   "its feature columns, --d D (d= in Python), name its target column in a header (--target NAME), or give a held-out .csv (--test).")
+    return int(d) + 1 - sum(len(c) - 1 for c in (categorical or {}).values())
+
+def _csv_schema(path:Path, target:int|str=-1, public:Path|None=None, categorical:dict|None=None, own:bool=False, d:int|None=None) -> tuple:
+    "(lines, header names or None, width). A PRIVATE file has a header when a column is named, or when the `public` held-out file has one; only a public file (`own`) shows its own (a first line holding no number). Its width: the header's, `public`'s, or from `d`."
     lines = _csv_lines(path, blank=not own)
     if not lines: raise ValueError(f"{path.name} has no data rows. It must hold rows of numbers, one column being y.")
     head = lines[0][1]
@@ -316,7 +322,7 @@ def _csv_schema(path:Path, target:int|str=-1, public:Path|None=None, categorical
     else: has_head = _named(target, categorical) or (pub is not None and pub[1] is not None)
     if isinstance(target, str) and target not in head:
         raise ValueError(f"{path.name}: no header column {target!r}. Name the target column as the header does, or pass its index.")
-    width = len(head) if has_head else pub[2] if pub else Counter(len(c) for _, c, _ in lines).most_common(1)[0][0]
+    width = len(head) if has_head else pub[2] if pub else Counter(len(c) for _, c, _ in lines).most_common(1)[0][0] if own else _public_width(path, d, categorical)
     if width < 2: raise ValueError(f"{path.name} has one column: it needs features and a target column y (dpnb reads comma-separated values: "
                                    "a file separated by ';' or tabs reads as one column).")
     return lines, (head if has_head else None), width
@@ -338,9 +344,9 @@ def _aligned(path:Path, rows:list, head, width:int, like:Path, target, categoric
     perm = [head.index(c) for c in lhead]
     return [(i, [cells[j] for j in perm] if len(cells) == width else cells, x) for i, cells, x in rows], lhead
 
-def _csv_records(path:Path, target:int|str=-1, categorical:dict|None=None, like:Path|None=None, public:Path|None=None, held_out:bool=False) -> tuple:
-    "(X, labels) of a .csv, every line a record; with `like` (the training file), in its schema (`_aligned`); headerless, `public`'s width."
-    lines, head, width = _csv_schema(path, target, public, categorical, own=held_out)
+def _csv_records(path:Path, target:int|str=-1, categorical:dict|None=None, like:Path|None=None, public:Path|None=None, held_out:bool=False, d:int|None=None) -> tuple:
+    "(X, labels) of a .csv, every line a record; with `like` (the training file), in its schema (`_aligned`); headerless, `public`'s width (else from `d`)."
+    lines, head, width = _csv_schema(path, target, public, categorical, own=held_out, d=d)
     rows = lines[1:] if head is not None else lines
     if not rows: raise ValueError(f"{path.name} has a header and no data rows.")
     if like is not None: rows, head = _aligned(path, rows, head, width, Path(like), target, categorical)
@@ -358,10 +364,11 @@ def read_records(path:str|Path, # a private .csv (header optional) or .npz (arra
                  like:str|Path|None=None, # the training .csv whose schema (header, width) a held-out .csv must share
                  schema:str|Path|None=None, # the held-out .csv (PUBLIC) whose header and width a private .csv takes
                  held_out:bool=False, # `path` is a held-out file (PUBLIC): its own first line may say it is a header
+                 d:int|None=None, # a headerless private .csv without `schema`: its feature columns (PUBLIC; one-hot coded), which set its width
                 ) -> tuple: # (X float (n, p), NaN where a record is malformed; labels (n,) as text)
     "A PRIVATE data file, every line a record: nothing a record holds can stop the read or reach a message."
     path = _existing(path)
-    if path.suffix == ".csv": return _csv_records(path, target, categorical, like, schema and _existing(schema), held_out)
+    if path.suffix == ".csv": return _csv_records(path, target, categorical, like, schema and _existing(schema), held_out, d)
     if categorical: raise ValueError(f"{path.name}: categorical columns are read from a .csv with a header. Code them in your .npz, or use a .csv.")
     if path.suffix != ".npz": raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (one column y).")
     with np.load(path) as f:
@@ -405,10 +412,10 @@ def parse_categorical(specs:list|None) -> dict|None:
         out.update(new)
     return out or None
 
-def onehot_columns(path, target:int|str=-1, categorical:dict|None=None) -> np.ndarray|None:
+def onehot_columns(path, target:int|str=-1, categorical:dict|None=None, d:int|None=None, schema=None) -> np.ndarray|None:
     "Which columns of a .csv's features (`read_records`) are one-hot indicators, from its header and the declared categories (PUBLIC); None without any."
     if not categorical or not str(path).endswith(".csv"): return None
-    path = _existing(path); _, head, width = _csv_schema(path, target, categorical=categorical)
+    path = _existing(path); _, head, width = _csv_schema(path, target, schema and _existing(schema), categorical, d=d)
     t = (head.index(target) if isinstance(target, str) else target) % width
     cat = {_column(path, head or [], head is not None, c, "--categorical") % width: len(cats) for c, cats in categorical.items()}
     return np.array([c in cat for c in range(width) if c != t for _ in range(cat.get(c, 1))], dtype=bool)
