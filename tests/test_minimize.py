@@ -75,6 +75,10 @@ def test_overspending_plans_are_refused_before_reading(algorithm, guarded):
     (dict(epsilon=1.0, delta=DELTA, beta=1e-3), InsufficientDataError, "Use at least"),
     (dict(epsilon=1.0, delta=DELTA, alpha=5.0), ValueError, "alpha <= Phi/L"),
     (dict(epsilon=1.0, delta=DELTA, T=10**7), InsufficientDataError, "distinct samples"),
+    (dict(epsilon=1.0, delta=DELTA, T=0), ValueError, "`T` is a count"),
+    (dict(epsilon=1.0, delta=DELTA, T="10"), ValueError, "`T` is a count"),
+    (dict(epsilon=1.0, delta=DELTA, Phi=-1), ValueError, "`Phi` must be a positive"),
+    (dict(epsilon=1.0, delta=DELTA, max_seconds=-1), ValueError, "`max_seconds` must be a positive"),
 ])
 def test_bad_requests_name_the_problem(kwargs, error, message, guarded):
     with pytest.raises(error, match=message):
@@ -154,3 +158,12 @@ def test_an_empty_ledger_of_a_private_algorithm_is_refused(guarded):
     from dpnotebooks.planning.minimize import _check_noise
     plan = plan_run(guarded, "dp-sgd", epsilon=1.0, delta=DELTA)
     with pytest.raises(BudgetExceededError, match="no noisy release"): _check_noise(ALGORITHMS["dp-sgd"], plan, ALGORITHMS["dp-sgd"].planned(guarded, plan._replace(params=plan.params._replace(sigma=0.0))))
+
+@pytest.mark.parametrize("algorithm", ["abggmu-spider", "abggmu-tree-spider", "abggmu-convex", "abggmu-glm"])
+def test_a_radius_given_to_a_smooth_loss_algorithm_is_refused_not_ignored(algorithm):
+    "The ABGGMU recipes take no smoothing radius: alpha = 0.5 ran bit for bit as the default did, and the plan recorded it."
+    p = get_problem("logistic", n=2000, d=4, seed=0)
+    with pytest.raises(ValueError, match="takes no smoothing radius alpha"): plan_run(p, algorithm, epsilon=1.0, delta=DELTA, alpha=0.5)
+
+def test_a_bool_seed_is_refused(guarded):
+    with pytest.raises(ValueError, match="`seed` must be an int"): minimize(guarded, "klt-single-pass", epsilon=1.0, delta=DELTA, seed=True)

@@ -108,12 +108,13 @@ def lt_sosp_recipe(n:int, d:int, epsilon:float|None, delta:float|None,
                    private:bool=True, # False: no tree noise, statistical batches (NOT private)
                   ) -> Plan:
     "Parameters of LT Thm 3.17 (Alg. 3 with the oracles of Alg. 4 and the escape of Alg. 2), calibrated as in note §2.9."
-    check_sosp_request(n, epsilon, delta, L, Phi, M, rho, private)
+    name = "lt-sosp" if private else "lt-sosp-nonprivate"
+    check_sosp_request(n, epsilon, delta, L, Phi, M, rho, private, name)
     make, a_max = _sosp_maker(d, epsilon, delta, L, M, rho, Phi, iota, c_gamma, c_T, tau, private, accountant)
-    target, chosen, afford = sosp_target("lt-sosp", n, alpha if alpha is not None else beta, make, a_max)
+    target, chosen, afford = sosp_target(name, n, alpha if alpha is not None else beta, make, a_max)
     p = make(target)
     need, n_min = sosp_samples_estimate(p), 4 * p.b + 2 * p.T
-    sosp_sizes("lt-sosp", n, target, chosen, need, n_min, f"two refreshes of b = {p.b} and one sample per step",
+    sosp_sizes(name, n, target, chosen, need, n_min, f"two refreshes of b = {p.b} and one sample per step",
                f"Use at least {n_min} samples (the worst case, Lemma 3.15, needs {need}), " + (f"or alpha >= {afford:.3g} (what n = {n} affords "
                "in the worst case)." if math.isfinite(afford) else "or a larger alpha or epsilon."))
     return _sosp_plan(p, n, d, epsilon, delta, L, Phi, tau, private, accountant, need, chosen, n_min, afford)   # rate: the run's own worst case (E1)

@@ -50,8 +50,9 @@ class DPClassifier(skb.ClassifierMixin, skb.BaseEstimator):
     def __sklearn_tags__(self):
         "scikit-learn's tags (1.6+): an unseeded fit draws fresh noise, so refits differ."
         tags = super().__sklearn_tags__(); tags.non_deterministic = self.seed is None and self.random_state is None
+        tags.input_tags.allow_nan = True                                  # a non-finite record is zeroed by the mechanism, never refused
         return tags
-    def _more_tags(self): return {"non_deterministic": self.seed is None and self.random_state is None}     # the same, for scikit-learn < 1.6
+    def _more_tags(self): return {"non_deterministic": self.seed is None and self.random_state is None, "allow_nan": True}   # the same, for scikit-learn < 1.6
 
 
 # %% ../../nbs/interface/52_estimator.ipynb #128968b9
@@ -148,11 +149,11 @@ def _quiet(err) -> str:
     return re.sub(r"\s*array=.*?(?=\nReshape|\Z)", "", msg, flags=re.S)
 
 def _validate(self, X, y=None):
-    "scikit-learn's checks of X (`validate_data` in 1.6+: it records and checks `n_features_in_`), y as one column; their messages without the data."
+    "scikit-learn's checks of X (`validate_data` in 1.6+: it records and checks `n_features_in_`), y as one column; their messages without the data. A NaN or inf cell passes: the mechanism zeroes its record (a refusal would tell of it)."
     try:
-        if hasattr(skv, "validate_data"): X = skv.validate_data(self, X, dtype=float, reset=y is not None)
+        if hasattr(skv, "validate_data"): X = skv.validate_data(self, X, dtype=float, reset=y is not None, ensure_all_finite=False)
         else:
-            X = skv.check_array(X, dtype=float)
+            X = skv.check_array(X, dtype=float, force_all_finite=False)
             if y is not None: self.n_features_in_ = X.shape[1]
             elif X.shape[1] != self.n_features_in_: raise ValueError(f"X has {X.shape[1]} features, but DPClassifier is expecting {self.n_features_in_} features as input.")
         if y is None: return X

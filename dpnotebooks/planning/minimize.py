@@ -65,7 +65,9 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
     if alg.private and delta >= 1 / max(len(problem.data), 1):
         warnings.warn(f"delta = {delta:g} is not below 1/n = {1 / len(problem.data):.3g}: (epsilon, delta)-DP with delta >= 1/n permits "
                       "releasing a few samples outright. Use delta well below 1/n (e.g. 1/n^2 or 1e-6).", stacklevel=3)
-    Phi = float(Phi if Phi is not None else getattr(problem, "Phi", 1.0))
+    Phi = check_positive("Phi", float(Phi if Phi is not None else getattr(problem, "Phi", 1.0)))
+    if alpha is not None and alg.stationarity == "gradient" and alg.alpha_default != 0:   # the smooth-loss recipes (ABGGMU): no radius to set
+        raise ValueError(f"{algorithm} runs on smooth losses and certifies a gradient norm: it takes no smoothing radius alpha (it would be ignored). Drop alpha.")
     if alpha is None and (alg.stationarity == "goldstein" or alg.alpha_default == 0):   # smooth-loss recipes choose their own target
         alpha = alg.alpha_default * Phi / problem.L
     consts, fields = split_overrides(alg, overrides)
@@ -85,8 +87,20 @@ def _declared_bounds(problem, alg, consts:dict) -> dict:
             consts[key] = int(getattr(problem, attr)) if key == "epochs" else float(getattr(problem, attr))
     return consts
 
+def _check_fields(plan:Plan, fields:dict) -> dict:
+    "Overridden plan fields of the right kind: a count (an int in the plan) a whole number (made an int), at least 1 where the plan's is; a real one a finite number."
+    out = dict(fields)
+    for k, v in fields.items():
+        old, num = getattr(plan.params, k), isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        if isinstance(old, (int, np.integer)) and not isinstance(old, bool) and not (num and float(v).is_integer() and v >= min(1, old)):
+            raise ValueError(f"`{k}` is a count in this plan (the recipe's is {old}): give a whole number{' ≥ 1' if old >= 1 else ''}. Found {v!r}.")
+        if isinstance(old, (int, np.integer)) and not isinstance(old, bool): out[k] = int(v)
+        if isinstance(old, float) and not (num and math.isfinite(v)): raise ValueError(f"`{k}` must be a finite number (the recipe's is {old:g}). Found {v!r}.")
+    return out
+
 def _override(problem, plan:Plan, alg, fields:dict) -> Plan:
     "`plan` with the user's record fields; re-priced unless the noise was given or only FREE fields moved; fitted to ε."
+    fields = _check_fields(plan, fields)
     noise_given = bool(set(alg.params.NOISE) & set(fields))
     if alg.private and (zero := [f for f in alg.params.NOISE if f in fields and np.any(np.asarray(fields[f], dtype=float) == 0)]): _check_noise(alg, plan, None, zero)
     if fields:
@@ -201,6 +215,8 @@ def _check_noise(alg, plan, ledger, zero=()):
 
 def _prepared(problem, algorithm:str, plan, x0, seed, secure:bool, accountant:str, max_seconds=None, replan=None) -> tuple:
     "(alg, rng, x0, ledger): the registry entry, the root RNG, the checked x0, and the planned ledger, checked against the budget and the time limit."
+    if isinstance(seed, bool): raise ValueError(f"`seed` must be an int (reproducible noise) or None (OS entropy). Found {seed!r}.")
+    if max_seconds is not None: check_positive("max_seconds", max_seconds)
     alg, rng = ALGORITHMS[algorithm], make_rng(seed, secure=secure)
     x0 = problem.x0 if x0 is None else _check_x0(x0, problem.dim)
     ledger = alg.planned(problem, plan) if alg.planned is not None else _nonprivate_ledger()

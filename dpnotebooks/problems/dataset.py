@@ -58,10 +58,9 @@ class Dataset:
 
 # %% ../../nbs/problems/03_dataset.ipynb #c606943e
 def normalize_rows(A, max_norm:float=1.0):
-    "Scale each row of `A` with norm above `max_norm` down to norm `max_norm` (a per-record map)."
+    "Scale each row of `A` with norm above `max_norm` down to norm `max_norm` (a per-record map; silent on a record's inf or overflow, which the mechanisms zero)."
     xp = get_xp(); A = asarray(A)
-    norms = xp.linalg.vector_norm(A, axis=1, keepdims=True)
-    return A / xp.maximum(1.0, norms / max_norm)
+    with np.errstate(all="ignore"): return A / xp.maximum(1.0, xp.linalg.vector_norm(A, axis=1, keepdims=True) / max_norm)   # no warning one record sets off
 
 def check_finite(arr, what:str):
     "Refuse NaN/inf: one device reduction (a sync); only on failure is the array copied to the host to name the first bad entry."
