@@ -66,6 +66,7 @@ def test_out_of_spec_loss_warns_and_keeps_the_guarantee(algorithm):
 
 class _Flaky(__import__("dpnotebooks.problems.base", fromlist=["RobustRegression"]).RobustRegression):
     "robust-regression whose loss turns NaN (or raises) after `after` evaluations: a fault mid-run."
+    records_guarded = True     # a fault of the code at a call count, not of a record: not recomputed by halves (08b_faults.guard_records)
     def __init__(self, data, after, mode):
         super().__init__(data); self.calls, self.after, self.mode = 0, after, mode
     def psi(self, t, y):
@@ -115,6 +116,7 @@ def test_dpnb_reports_a_fault_mid_run(tmp_path, capsys, monkeypatch):
 
 class _FlakyGrad(__import__("dpnotebooks.problems.base", fromlist=["Logistic"]).Logistic):
     "logistic whose gradient turns NaN (or raises) after 20 evaluations: a fault in an algorithm with its own loop."
+    records_guarded = True     # a fault of the code at a call count, not of a record
     def __init__(self, data, mode):
         super().__init__(data); self.calls, self.mode = 0, mode
     def dpsi(self, t, y):

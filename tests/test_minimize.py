@@ -160,10 +160,10 @@ def test_an_empty_ledger_of_a_private_algorithm_is_refused(guarded):
     with pytest.raises(BudgetExceededError, match="no noisy release"): _check_noise(ALGORITHMS["dp-sgd"], plan, ALGORITHMS["dp-sgd"].planned(guarded, plan._replace(params=plan.params._replace(sigma=0.0))))
 
 @pytest.mark.parametrize("algorithm", ["abggmu-spider", "abggmu-tree-spider", "abggmu-convex", "abggmu-glm"])
-def test_a_radius_given_to_a_smooth_loss_algorithm_is_refused_not_ignored(algorithm):
-    "The ABGGMU recipes take no smoothing radius: alpha = 0.5 ran bit for bit as the default did, and the plan recorded it."
+def test_a_radius_given_to_a_smooth_loss_algorithm_is_said_to_be_ignored(algorithm):
+    "The ABGGMU recipes take no smoothing radius: alpha = 0.5 ran bit for bit as the default did, without a word; now a warning says so."
     p = get_problem("logistic", n=2000, d=4, seed=0)
-    with pytest.raises(ValueError, match="takes no smoothing radius alpha"): plan_run(p, algorithm, epsilon=1.0, delta=DELTA, alpha=0.5)
+    with pytest.warns(UserWarning, match="alpha = 0.5 is ignored"): plan_run(p, algorithm, epsilon=1.0, delta=DELTA, alpha=0.5, **(dict(L1=0.25, rank=2) if algorithm == "abggmu-glm" else {}))
 
 def test_a_bool_seed_is_refused(guarded):
     with pytest.raises(ValueError, match="`seed` must be an int"): minimize(guarded, "klt-single-pass", epsilon=1.0, delta=DELTA, seed=True)

@@ -6,10 +6,11 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/engine/faults.html.md"""
 
 # %% ../../nbs/engine/08b_faults.ipynb #9c629bab
 from __future__ import annotations
+import copy
 from ..core.backend import get_xp, asarray, to_numpy
 
 # %% auto #0
-__all__ = ['RunStopped', 'stop_if_nonfinite']
+__all__ = ['GUARDED', 'SCALARS', 'RunStopped', 'stop_if_nonfinite', 'guard_records']
 
 # %% ../../nbs/engine/08b_faults.ipynb #d1e7ef56
 _LOSS_FIX = "Fix the loss (it must not raise on any record) or the plan (a noise or step that overflows), and run again."
@@ -60,3 +61,72 @@ def stop_if_nonfinite(t:int, # the step that produced `x`
     "Loops with their own steps (DP-SGD, SpiderBoost, LT) call this before saving step t: a NaN or inf iterate stops the run there."
     if not bool(get_xp().all(get_xp().isfinite(asarray(x)))):
         raise RunStopped(t, to_numpy(last_good), "the iterate became NaN or inf at this step (per-sample values are zeroed when non-finite, so a public or noisy quantity overflowed)")
+
+# %% ../../nbs/engine/08b_faults.ipynb #671011ec
+GUARDED = (("value", 1, False), ("grad", 1, False), ("value_each", 0, True), ("grad_each", 0, True), ("hess_each", 0, False))  # (method, record axis of its output, points split with the records)
+SCALARS = ("psi", "dpsi", "d2psi")   # a linear model's ψ(t, y) and its derivatives: the records on the last axis of t and y
+
+def _by_halves(call, lo:int, hi:int) -> list:
+    "[(first record, output or None)] of `call(lo, hi)` over the two halves of [lo, hi), each whole unless it raises, then split again; None: one record that raises alone."
+    out, mid = [], (lo + hi) // 2
+    for a, b in ((lo, mid), (mid, hi)):
+        if b == a: continue
+        try: out.append((a, call(a, b)))
+        except Exception: out += [(a, None)] if b - a == 1 else _by_halves(call, a, b)
+    return out
+
+def _joined(blocks:list, axis:int, probe):
+    "The blocks' outputs joined on the record `axis`, a record that raised alone as a NaN slice; `probe()` gives a slice when no record could be read."
+    xp = get_xp(); good = next((o for _, o in blocks if o is not None), None)
+    if good is None:
+        try: good = probe()
+        except Exception: raise ValueError("The loss raises on a public zero record at the current point: the fault is the loss's code, not a record's.") from None
+    nan = xp.take(good, xp.asarray([0]), axis=axis % good.ndim) * float("nan")
+    return xp.concat([nan if o is None else o for _, o in blocks], axis=axis % good.ndim)
+
+
+# %% ../../nbs/engine/08b_faults.ipynb #021c1ada
+def _zero_rows(batch):
+    "One public zero record shaped as `batch`'s rows."
+    z = copy.copy(batch[:1]); xp = get_xp(); z.A, z.y = xp.zeros_like(z.A), xp.zeros_like(z.y)
+    return z
+
+def _guard_batch(f, axis:int, split:bool):
+    "`f(self, X, batch, ...)` that no record of `batch` can stop: a raising batch by halves (`_by_halves`), a record that raises alone NaN."
+    def g(self, X, batch, *a, **k):
+        try: return f(self, X, batch, *a, **k)
+        except MemoryError: raise                                          # the machine's, not a record's
+        except Exception:
+            if not hasattr(batch, "A") or len(batch) < 1: raise
+            cut = split and getattr(X, "ndim", 0) >= 1 and X.shape[0] == len(batch)      # points paired with records (value_each, grad_each)
+            call = lambda lo, hi: f(self, X[lo:hi] if cut else X, batch[lo:hi], *a, **k)
+            return _joined(_by_halves(call, 0, len(batch)), axis, lambda: f(self, X[:1] if cut else X, _zero_rows(batch), *a, **k))
+    return g
+
+def _guard_scalar(f):
+    "A linear model's `f(self, t, y)` that no record can stop: the records on the one axis where y has more than one entry (t and y of one rank)."
+    def g(self, t, y, *a, **k):
+        try: return f(self, t, y, *a, **k)
+        except MemoryError: raise                                          # the machine's, not a record's
+        except Exception:
+            axes = [i for i in range(getattr(y, "ndim", 0)) if y.shape[i] > 1]
+            if getattr(t, "ndim", -1) != getattr(y, "ndim", -2) or len(axes) > 1 or (axes and t.shape[axes[0]] != y.shape[axes[0]]): raise
+            ax = axes[0] if axes else 0
+            cut = lambda v, lo, hi: v[(slice(None),) * ax + (slice(lo, hi),)]
+            zt, zy = get_xp().zeros_like(cut(t, 0, 1)), get_xp().zeros_like(cut(y, 0, 1))
+            call = lambda lo, hi: f(self, cut(t, lo, hi), cut(y, lo, hi), *a, **k)
+            return _joined(_by_halves(call, 0, y.shape[ax]) if axes else [(0, None)], ax, lambda: f(self, zt, zy, *a, **k))
+    return g
+
+
+# %% ../../nbs/engine/08b_faults.ipynb #cd2d484e
+def guard_records(problem):
+    "`problem` with its per-record methods guarded when its class is a user's (defined outside dpnotebooks): a record the loss raises on is NaN, then zeroed; the run goes on."
+    cls = type(problem)
+    if cls.__module__.split(".")[0] == "dpnotebooks" or getattr(cls, "records_guarded", False): return problem
+    body = {m: _guard_batch(getattr(cls, m), axis, split) for m, axis, split in GUARDED if callable(getattr(cls, m, None))}
+    body.update({m: _guard_scalar(getattr(cls, m)) for m in SCALARS if callable(getattr(cls, m, None))})
+    guarded = type(cls.__name__, (cls,), dict(body, records_guarded=True, __module__=cls.__module__, __qualname__=cls.__qualname__, __doc__=cls.__doc__))
+    q = copy.copy(problem); q.__class__ = guarded         # the same object's state; the same description (checkpoints match)
+    return q
+

@@ -235,7 +235,7 @@ def _add_run_data(r):
     r.add_argument("--categorical", action="append", default=None, metavar="COLUMN=A,B,C", help="a .csv column's categories (public schema; repeat "
                    "per column, or give a .json {column: [categories]}): one-hot coded; a value outside them zeroes its record")
     r.add_argument("--n", type=positive_int, default=None, help="synthetic samples (default 20000; with --data: refused unless it matches)")
-    r.add_argument("--d", type=positive_int, default=None, help="synthetic dimension (default 10; with --data: refused unless it matches)")
+    r.add_argument("--d", type=positive_int, default=None, help="synthetic dimension (default 10); with --data: its feature columns, refused unless they match; a headerless .csv without a held-out .csv needs it (its width is public input)")
     r.add_argument("--data-seed", type=int, default=0, help="seed of the synthetic data (default 0)")
     r.add_argument("--test-fraction", type=float, default=None, metavar="F", help="hold out this share of --data (a random split with --split-seed; not private)")
     r.add_argument("--split-seed", type=int, default=None, help="public seed of the --test-fraction split (default 0)")

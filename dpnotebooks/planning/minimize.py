@@ -14,7 +14,7 @@ from ..core.validation import check_positive, check_delta
 from ..engine.registry import Plan, RunOutput, scale_noise
 from .catalog import ALGORITHMS, get_algorithm
 from ..privacy.ledger import Ledger, Release, Result, check_budget, calibrate_ledger, BudgetExceededError
-from ..engine.faults import RunStopped
+from ..engine.faults import RunStopped, guard_records
 from ..engine.checkpoint import Checkpointer, CheckpointWriteError, content_hash, problem_description
 
 # %% auto #0
@@ -67,7 +67,7 @@ def plan_run(problem, # a `Problem` (its data, dim and L are used)
                       "releasing a few samples outright. Use delta well below 1/n (e.g. 1/n^2 or 1e-6).", stacklevel=3)
     Phi = check_positive("Phi", float(Phi if Phi is not None else getattr(problem, "Phi", 1.0)))
     if alpha is not None and alg.stationarity == "gradient" and alg.alpha_default != 0:   # the smooth-loss recipes (ABGGMU): no radius to set
-        raise ValueError(f"{algorithm} runs on smooth losses and certifies a gradient norm: it takes no smoothing radius alpha (it would be ignored). Drop alpha.")
+        warnings.warn(f"{algorithm} runs on smooth losses and certifies a gradient norm: it takes no smoothing radius, and alpha = {alpha:g} is ignored.", stacklevel=3)
     if alpha is None and (alg.stationarity == "goldstein" or alg.alpha_default == 0):   # smooth-loss recipes choose their own target
         alpha = alg.alpha_default * Phi / problem.L
     consts, fields = split_overrides(alg, overrides)
@@ -272,7 +272,7 @@ def minimize(problem, # a `Problem` with its data
             ) -> Result:
     "Plan, price, refuse or run a registered algorithm; returns a `Result` with the point and its privacy report."
     t0 = time.perf_counter()
-    _check_call(problem, diagnostics)
+    _check_call(problem, diagnostics); problem = guard_records(problem)     # a user's class: a record its loss raises on is zeroed (08b_faults)
     plan = plan_run(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, **overrides)
     alg, rng, x0, ledger = _prepared(problem, algorithm, plan, x0, seed, secure, accountant, max_seconds,
                                      _replanner(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, overrides))

@@ -1,0 +1,46 @@
+"""A user's own `Problem` class whose loss raises on one record (a label it indexes a table with) neither stops the run
+nor names the record: `minimize` guards the class's per-record methods (`08b_faults.guard_records`), and two datasets
+that differ in that record end alike, with the same ledger and no message (rules 1 and 3)."""
+import warnings
+import numpy as np
+import pytest
+from dpnotebooks.core.backend import get_xp
+from dpnotebooks.planning.minimize import minimize
+from dpnotebooks.problems.base import LinearModel, Problem
+from dpnotebooks.problems.dataset import Dataset
+
+class ClassWeighted(LinearModel):
+    "A ramp loss with a public weight per class, read by the label: an undeclared label makes numpy raise IndexError."
+    W = np.array([1.0, 2.0])
+    def _w(self, y): return get_xp().asarray(self.W)[y.astype(int)]
+    def psi(self, t, y): s = 2 * y - 1; return self._w(y) * get_xp().clip(1 - s * t, 0.0, 1.0) / 2
+    def dpsi(self, t, y): s = 2 * y - 1; return -self._w(y) * s * ((s * t > 0) & (s * t < 1)) / 2
+
+class Picky(Problem):
+    "A generic per-sample loss |<a, x> - y| whose gradients refuse a label above 1 (a ValueError from the user's own check)."
+    def value(self, X, batch): return get_xp().abs(X @ batch.A.T - batch.y[None, :])
+    def grad(self, X, batch):
+        if bool(get_xp().any(batch.y > 1)): raise ValueError("label above 1")
+        return get_xp().sign(X @ batch.A.T - batch.y[None, :])[..., None] * batch.A[None, :, :]
+    def value_each(self, X, batch): return get_xp().abs(get_xp().einsum("bkd,bd->bk", X, batch.A) - batch.y[:, None])
+    def grad_each(self, X, batch):
+        if bool(get_xp().any(batch.y > 1)): raise ValueError("label above 1")
+        return get_xp().sign(get_xp().einsum("bkd,bd->bk", X, batch.A) - batch.y[:, None])[..., None] * batch.A[:, None, :]
+
+def _data(odd):
+    rs = np.random.default_rng(0); A = rs.normal(size=(4000, 5)); A /= np.maximum(1, np.linalg.norm(A, axis=1, keepdims=True))
+    y = (A[:, 0] > 0).astype(float)
+    if odd is not None: y[1234] = odd
+    return Dataset(A, y, "d")
+
+@pytest.mark.parametrize("algorithm", ["dp-sgd", "klt-first-order", "klt-single-pass"])
+@pytest.mark.parametrize("cls", [ClassWeighted, Picky])
+def test_a_record_the_users_loss_raises_on_is_zeroed_and_the_run_ends_as_its_neighbours(cls, algorithm):
+    runs = []
+    for odd in (None, 7.0):
+        p = cls(_data(odd), 5, L=1.0, x0=np.zeros(5))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always"); runs.append((minimize(p, algorithm, epsilon=2.0, delta=1e-6, seed=0), [str(w.message) for w in caught]))
+    (a, wa), (b, wb) = runs
+    assert a.ledger.to_dicts() == b.ledger.to_dicts() and a.samples_used == b.samples_used and wa == wb
+    assert np.all(np.isfinite(b.x)) and np.abs(a.x - b.x).max() < 1.0
