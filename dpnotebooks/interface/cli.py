@@ -391,5 +391,11 @@ def main(argv=None) -> int:
             return args.func(args)
     except (ValueError, FileNotFoundError, BackendUnavailableError, MissingExtraError, BudgetExceededError, InsufficientDataError, RunStopped) as err:
         print(f"dpnb: error: {err}", file=sys.stderr); return 2
+    except BrokenPipeError:                                   # `dpnb ... | head`: the reader left; the record was written before the summary
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
     except RunInterrupted as err:
         print(f"dpnb: {err}", file=sys.stderr); return 143 if err.signame == "SIGTERM" else 130
+
+# %% ../../nbs/interface/50_cli.ipynb #db2eedea
+if __name__ == "__main__" and not getattr(__import__("builtins"), "__IPYTHON__", False): sys.exit(main())
+
