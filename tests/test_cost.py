@@ -95,3 +95,14 @@ def test_cli_refuses_over_the_limit_and_reports_work_in_json(tmp_path, capsys):
                  "--out", str(out)]) == 0
     work = json.loads(out.read_text())["plan"]["work"]
     assert work["steps"] >= 1 and work["seconds"] > 0 and work["bound"] == "exact"
+
+def test_a_long_run_says_its_estimate_before_it_starts(monkeypatch):
+    "With a progress bar, a plan estimated over LONG_RUN seconds warns with the estimate before the run (the threshold set to 0 here)."
+    import warnings
+    import dpnotebooks.planning.minimize as mz
+    from dpnotebooks.problems.base import get_problem
+    p = get_problem("logistic", n=500, d=3, seed=0)
+    monkeypatch.setattr(mz, "LONG_RUN", 0.0)
+    with pytest.warns(UserWarning, match=r"dp-sgd: estimated .* on this machine \(\d+ steps\)"): mz.minimize(p, "dp-sgd", epsilon=1.0, delta=1e-5, seed=0, progress=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error"); mz.minimize(p, "dp-sgd", epsilon=1.0, delta=1e-5, seed=0)        # no progress bar: nothing said

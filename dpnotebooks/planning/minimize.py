@@ -206,6 +206,15 @@ def _check_call(problem, diagnostics):
     check_loss(problem)                                   # shapes, on a zero batch: no data read, nothing spent
 
 # %% ../../nbs/planning/30_minimize.ipynb #8febe0c9
+LONG_RUN = 60.0   # seconds: a run estimated to take longer says so before it starts (with a progress bar)
+
+def _say_estimate(problem, plan):
+    "With a progress bar, a plan estimated to take over LONG_RUN seconds here says so before it starts (`35_cost`: the plan and the data's shape only)."
+    from dpnotebooks.planning.cost import estimate_work, format_seconds
+    w = estimate_work(problem, plan)
+    if w.seconds > LONG_RUN: warnings.warn(f"{plan.algorithm}: estimated {format_seconds(w.seconds)} on this machine ({w.steps} steps); max_seconds= "
+                                           "(dpnb run --max-seconds) refuses a plan over a limit and names settings that fit.", stacklevel=3)
+
 def _check_noise(alg, plan, ledger, zero=()):
     "A private run releases with noise: a noise field overridden to 0 (`zero`: a release no finite ε covers, left out of the ledger) or an empty ledger is refused."
     if zero or not ledger.releases: raise BudgetExceededError(
@@ -277,6 +286,7 @@ def minimize(problem, # a `Problem` with its data
     alg, rng, x0, ledger = _prepared(problem, algorithm, plan, x0, seed, secure, accountant, max_seconds,
                                      _replanner(problem, algorithm, epsilon, delta, alpha, beta, accountant, Phi, overrides))
     ck, rng = _checkpointer(problem, algorithm, plan, x0, seed, rng, checkpoint, checkpoint_every, resume, checkpoint_info)
+    if progress and max_seconds is None: _say_estimate(problem, plan)
     out = _run(alg, problem, plan, rng, x0, progress, ck, ledger)
     return _diagnostics(_result(out, ledger, plan, alg, rng, seed, accountant, delta, ck, t0), diagnostics, algorithm, problem.L)
 
