@@ -70,3 +70,11 @@ def test_the_record_is_written_before_the_summary_meets_a_closed_pipe(files):
                           "--data", str(files / "train.npz"), "--out", str(out)] + BASE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     p.stdout.close(); p.wait(timeout=300)                                       # the reader is gone before the summary is printed
     assert json.loads(out.read_text())["algorithm"] == "dp-sgd"
+
+def test_a_csv_named_in_capitals_is_a_csv(files, capsys):
+    "TRAIN.CSV is read as train.csv is (it was refused as an unsupported file)."
+    for name in ("train", "test"): (files / f"{name.upper()}.CSV").write_text((files / f"{name}.csv").read_text())
+    out, out2 = files / "u.json", files / "l.json"
+    args = lambda tr, te, o: ["run", "dp-sgd", "--data", str(files / tr), "--test", str(files / te), "--target", "y", "--out", str(o)] + BASE
+    assert main(args("TRAIN.CSV", "TEST.CSV", out)) == 0 and main(args("train.csv", "test.csv", out2)) == 0
+    assert json.loads(out.read_text())["x_out"] == json.loads(out2.read_text())["x_out"]

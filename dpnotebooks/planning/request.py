@@ -225,7 +225,7 @@ def held_out_file(test:str, loss:str|None, classes, target=-1, categorical=None,
 # %% ../../nbs/planning/36_run_request.ipynb #f1095b57
 def csv_pair(data, test):
     "The training file whose schema a held-out .csv is read in (`read_records(like=)`), when both are .csv files; else None."
-    return data if test is not None and str(data).endswith(".csv") and str(test).endswith(".csv") else None
+    return data if test is not None and str(data).lower().endswith(".csv") and str(test).lower().endswith(".csv") else None
 
 def user_data(problem:str, data:str, test:str|None=None, test_fraction:float|None=None, split_seed:int=0,
               n:int|None=None, d:int|None=None, classes=None, target=-1, categorical=None) -> tuple:
@@ -258,7 +258,7 @@ def _two_rows(spec:str|None, p:int, scale:str, onehot=None) -> tuple:
     "The two per-feature rows of --scale-with: 'A,B' (every feature; one-hot columns, `onehot`, keep 0 and 1) or a .csv of two rows of p numbers."
     names = "CENTER,SCALE" if scale == "public" else "LOWER,UPPER"
     if spec is None: raise ValueError(f"--scale {scale} needs --scale-with {names} (numbers for every feature) or a .csv with two rows of {p} numbers.")
-    try: rows = np.loadtxt(spec, delimiter=",", ndmin=2) if spec.endswith(".csv") else np.asarray([[float(v)] for v in spec.split(",")])
+    try: rows = np.loadtxt(spec, delimiter=",", ndmin=2) if spec.lower().endswith(".csv") else np.asarray([[float(v)] for v in spec.split(",")])
     except (ValueError, OSError) as err: raise ValueError(f"--scale-with {spec}: {err}. Give {names} or a .csv with two rows of {p} numbers and no header.") from None
     if rows.shape not in ((2, 1), (2, p)): raise ValueError(f"--scale-with {spec}: expected two rows of 1 or {p} numbers ({names}), one per feature the model sees "
                                                             f"(a --categorical column counts once per category). Found shape {rows.shape}.")
@@ -321,7 +321,7 @@ def _check(req:RunRequest):
     check_request(req.algorithm, req.epsilon, req.delta, req.alpha, req.beta, **req.overrides)
     if req.problem not in PROBLEMS and req.problem != "mlp" and ":" not in req.problem:
         raise ValueError(f"Unknown problem {req.problem!r}. Available: {', '.join(PROBLEMS)}, mlp, or your own loss as MODULE:FUNCTION.")
-    if req.categorical and (req.data in (None, "synthetic", *BUNDLED) or not str(req.data).endswith(".csv")):
+    if req.categorical and (req.data in (None, "synthetic", *BUNDLED) or not str(req.data).lower().endswith(".csv")):
         raise ValueError("--categorical names columns of a .csv file given with --data (with a header); the bundled and synthetic data have none.")
     if req.hidden is not None and req.problem != "mlp": raise ValueError(f"--hidden sizes --problem mlp. Found it with --problem {req.problem}: drop it.")
     if req.hidden is not None: check_hidden(req.hidden)

@@ -231,8 +231,8 @@ def _from_csv(cls, path:str|Path, target:int|str=-1, name:str|None=None, classes
 def _from_file(cls, path:str|Path, **kw) -> Dataset:
     "`from_npz` or `from_csv` by the file's suffix."
     path = _existing(path)
-    if path.suffix == ".npz": return cls.from_npz(path, **kw)
-    if path.suffix == ".csv": return cls.from_csv(path, **kw)
+    if path.suffix.lower() == ".npz": return cls.from_npz(path, **kw)
+    if path.suffix.lower() == ".csv": return cls.from_csv(path, **kw)
     raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (last column y).")
 
 def _existing(path) -> Path:
@@ -367,9 +367,9 @@ def read_records(path:str|Path, # a private .csv (header optional) or .npz (arra
                 ) -> tuple: # (X float (n, p), NaN where a record is malformed; labels (n,) as text)
     "A PRIVATE data file, every line a record: nothing a record holds can stop the read or reach a message."
     path = _existing(path)
-    if path.suffix == ".csv": return _csv_records(path, target, categorical, like, schema and _existing(schema), held_out, d)
+    if path.suffix.lower() == ".csv": return _csv_records(path, target, categorical, like, schema and _existing(schema), held_out, d)
     if categorical: raise ValueError(f"{path.name}: categorical columns are read from a .csv with a header. Code them in your .npz, or use a .csv.")
-    if path.suffix != ".npz": raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (one column y).")
+    if path.suffix.lower() != ".npz": raise ValueError(f"Unsupported data file {path.name!r}: use .npz (arrays X, y) or .csv (one column y).")
     with np.load(path) as f:
         if "X" not in f or "y" not in f: raise ValueError(f"{path.name} must contain arrays 'X' and 'y'. Found {sorted(f.keys())}.")
         X, y = np.asarray(f["X"]), np.asarray(f["y"])
@@ -381,7 +381,7 @@ def read_records(path:str|Path, # a private .csv (header optional) or .npz (arra
 # %% ../../nbs/problems/03_dataset.ipynb #5bf58ce7
 def width_warning(data, test, target:int|str=-1, categorical:dict|None=None) -> list:
     "[a warning] when a headerless training .csv is read at its headerless held-out .csv's width (public), else []."
-    if not (str(data).endswith(".csv") and str(test).endswith(".csv")): return []
+    if not (str(data).lower().endswith(".csv") and str(test).lower().endswith(".csv")): return []
     _, head, width = _csv_schema(_existing(test), target, categorical=categorical, own=True)
     if head is not None or _csv_schema(_existing(data), target, _existing(test), categorical)[1] is not None: return []
     return [f"{Path(data).name} is read without a header, as the held-out file {Path(test).name} has none, and its rows at that file's width ({width} "
@@ -389,7 +389,7 @@ def width_warning(data, test, target:int|str=-1, categorical:dict|None=None) -> 
 
 def header_note(data, test, target:int|str=-1, categorical:dict|None=None) -> str|None:
     "A note when nothing public says whether a private .csv has a header: every line is then read as a record."
-    if not str(data).endswith(".csv") or _named(target, categorical) or str(test).endswith(".csv"): return None
+    if not str(data).lower().endswith(".csv") or _named(target, categorical) or str(test).lower().endswith(".csv"): return None
     return (f"{Path(data).name} is read with every row a record: its first row is not read to decide whether it is a header. If it is one, "
             "name the target column (--target NAME) or give a held-out .csv with the same header (--test); as it is, a header is one zeroed record.")
 
@@ -413,7 +413,7 @@ def parse_categorical(specs:list|None) -> dict|None:
 
 def onehot_columns(path, target:int|str=-1, categorical:dict|None=None, d:int|None=None, schema=None) -> np.ndarray|None:
     "Which columns of a .csv's features (`read_records`) are one-hot indicators, from its header and the declared categories (PUBLIC); None without any."
-    if not categorical or not str(path).endswith(".csv"): return None
+    if not categorical or not str(path).lower().endswith(".csv"): return None
     path = _existing(path); _, head, width = _csv_schema(path, target, schema and _existing(schema), categorical, d=d)
     t = (head.index(target) if isinstance(target, str) else target) % width
     cat = {_column(path, head or [], head is not None, c, "--categorical") % width: len(cats) for c, cats in categorical.items()}
@@ -443,7 +443,7 @@ def check_held_out(X, path, target:int|str=-1, categorical:dict|None=None, like=
     "Refuse a held-out file (PUBLIC: evaluation only) with a cell that gives no number; for a .csv, name its line, column and value, and the fix."
     bad = ~np.isfinite(np.asarray(X))
     if not bad.any(): return
-    if not str(path).endswith(".csv"): check_finite(X, f"held-out file {path}: X")
+    if not str(path).lower().endswith(".csv"): check_finite(X, f"held-out file {path}: X")
     row, col = (int(v) for v in np.argwhere(bad)[0])
     raise ValueError(f"held-out file {Path(path).name}, " + _held_out_cell(_existing(path), target, categorical, like, row, col))
 
