@@ -81,8 +81,8 @@ def _joined(blocks:list, axis:int, probe):
     if good is None:
         try: good = probe()
         except Exception: raise ValueError("The loss raises on a public zero record at the current point: the fault is the loss's code, not a record's.") from None
-    nan = xp.take(good, xp.asarray([0]), axis=axis % good.ndim) * float("nan")
-    return xp.concat([nan if o is None else o for _, o in blocks], axis=axis % good.ndim)
+    axis = axis % good.ndim; nan = good[(slice(None),) * axis + (slice(0, 1), ...)] * float("nan")     # a slice, on good's own device
+    return xp.concat([nan if o is None else o for _, o in blocks], axis=axis)
 
 
 # %% ../../nbs/engine/08b_faults.ipynb #021c1ada
@@ -99,8 +99,8 @@ def _guard_batch(f, axis:int, split:bool):
         except Exception:
             if not hasattr(batch, "A") or len(batch) < 1: raise
             cut = split and getattr(X, "ndim", 0) >= 1 and X.shape[0] == len(batch)      # points paired with records (value_each, grad_each)
-            call = lambda lo, hi: f(self, X[lo:hi] if cut else X, batch[lo:hi], *a, **k)
-            return _joined(_by_halves(call, 0, len(batch)), axis, lambda: f(self, X[:1] if cut else X, _zero_rows(batch), *a, **k))
+            call = lambda lo, hi: f(self, X[lo:hi, ...] if cut else X, batch[lo:hi], *a, **k)
+            return _joined(_by_halves(call, 0, len(batch)), axis, lambda: f(self, X[:1, ...] if cut else X, _zero_rows(batch), *a, **k))
     return g
 
 def _guard_scalar(f):
@@ -111,11 +111,12 @@ def _guard_scalar(f):
         except Exception:
             axes = [i for i in range(getattr(y, "ndim", 0)) if y.shape[i] > 1]
             if getattr(t, "ndim", -1) != getattr(y, "ndim", -2) or len(axes) > 1 or (axes and t.shape[axes[0]] != y.shape[axes[0]]): raise
-            ax = axes[0] if axes else 0
-            cut = lambda v, lo, hi: v[(slice(None),) * ax + (slice(lo, hi),)]
-            zt, zy = get_xp().zeros_like(cut(t, 0, 1)), get_xp().zeros_like(cut(y, 0, 1))
+            xp = get_xp()
+            if not axes: return _joined([(0, None)], 0, lambda: f(self, xp.zeros_like(t), xp.zeros_like(y), *a, **k)[None, ...])[0, ...]   # one record: all of it NaN
+            ax = axes[0]; cut = lambda v, lo, hi: v[(slice(None),) * ax + (slice(lo, hi), ...)]
+            zt, zy = xp.zeros_like(cut(t, 0, 1)), xp.zeros_like(cut(y, 0, 1))
             call = lambda lo, hi: f(self, cut(t, lo, hi), cut(y, lo, hi), *a, **k)
-            return _joined(_by_halves(call, 0, y.shape[ax]) if axes else [(0, None)], ax, lambda: f(self, zt, zy, *a, **k))
+            return _joined(_by_halves(call, 0, y.shape[ax]), ax, lambda: f(self, zt, zy, *a, **k))
     return g
 
 
