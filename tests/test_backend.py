@@ -55,9 +55,14 @@ def test_env_nonsense_backend_fails_clearly():
 
 @needs_no_gpu
 def test_env_cupy_without_gpu_fails_clearly():
+    "DPNB_BACKEND naming a backend this machine lacks: the import warns and runs numpy (so `dpnb --help` works); `dpnb` refuses to run on it unless --backend is given."
+    import os, subprocess, sys
     res = _import_with_env(DPNB_BACKEND="cupy")
-    assert res.returncode != 0
-    assert "BackendUnavailableError" in res.stderr and "dpnotebooks[gpu]" in res.stderr, res.stderr
+    assert res.returncode == 0 and "DPNB_BACKEND='cupy'" in res.stderr and "dpnotebooks[gpu]" in res.stderr and "numpy backend runs instead" in res.stderr, res.stderr
+    cli = lambda *a: subprocess.run([sys.executable, "-c", "import sys; from dpnotebooks.interface.cli import main; sys.exit(main())", *a],
+                                    capture_output=True, text=True, env=dict(os.environ, DPNB_BACKEND="cupy"))
+    r = cli("list"); assert r.returncode == 2 and "dpnb: error: DPNB_BACKEND='cupy'" in r.stderr and "--backend numpy" in r.stderr, r.stderr
+    assert cli("--backend", "numpy", "list").returncode == 0
 
 def test_env_numpy_imports():
     res = _import_with_env(DPNB_BACKEND="numpy", DPNB_DTYPE="float32")

@@ -78,3 +78,10 @@ def test_a_csv_named_in_capitals_is_a_csv(files, capsys):
     args = lambda tr, te, o: ["run", "dp-sgd", "--data", str(files / tr), "--test", str(files / te), "--target", "y", "--out", str(o)] + BASE
     assert main(args("TRAIN.CSV", "TEST.CSV", out)) == 0 and main(args("train.csv", "test.csv", out2)) == 0
     assert json.loads(out.read_text())["x_out"] == json.loads(out2.read_text())["x_out"]
+
+def test_a_dry_run_prices_the_training_side_of_a_split(files, capsys):
+    "`--test-fraction` holds rows out before the run: the dry run plans for the rows the run trains on (it planned for all n)."
+    assert main(["run", "dp-sgd", "--data", str(files / "train.npz"), "--test-fraction", "0.3", "--dry-run"] + BASE) == 0
+    assert ", n = 140," in capsys.readouterr().out                          # 200 rows, 60 held out
+    assert main(["tune", "dp-sgd", "--data", str(files / "train.npz"), "--test-fraction", "0.3", "--dry-run"] + TUNE) == 0
+    assert ", n = 140," in capsys.readouterr().out

@@ -58,3 +58,14 @@ def test_one_record_at_several_points_comes_back_whole():
     from dpnotebooks.engine.faults import guard_records
     p = guard_records(ClassWeighted(_data(7.0), 5, L=1.0, x0=np.zeros(5)))
     v = p.value(np.ones((3, 5)), p.data[1234:1235]); assert v.shape == (3, 1) and np.isnan(v).all()
+
+def test_a_private_selection_scores_a_users_loss_without_stopping():
+    "`tune` with the loss as its score: the validation split may hold the raising records; they are zeroed there too (the selection stopped, after spending, before)."
+    from dpnotebooks.planning.tuning import tune
+    runs = []
+    for odd in (None, 7.0):
+        ds = _data(None); y = np.asarray(ds.y).copy()
+        if odd is not None: y[::50] = odd                                       # 80 raising records: some in each split
+        p = ClassWeighted(Dataset(np.asarray(ds.A), y, "d"), 5, L=1.0, x0=np.zeros(5))
+        runs.append(tune(p, "dp-sgd", {"epochs": [2, 4]}, 4.0, 1e-6, mean_runs=2, score="loss", when="always", seed=0))
+    assert runs[0].epsilon_spent == runs[1].epsilon_spent and runs[1].x is not None and np.all(np.isfinite(runs[1].x))

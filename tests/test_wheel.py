@@ -109,7 +109,7 @@ def test_wheel_installs_and_runs_from_an_empty_directory(tmp_path):
 
     # A bundled dataset without the extra: one line naming it, exit 2, nothing written.
     res = run(bindir / "dpnb", "run", "abggmu-spider", "--problem", "logistic", "--data", "breast-cancer", *RUN, "--out", "bc.json")
-    assert res.returncode == 2 and res.stderr == 'dpnb: error: the \'breast-cancer\' dataset needs scikit-learn: pip install "dpnotebooks[datasets]"\n', res.stderr
+    assert res.returncode == 2 and res.stderr == 'dpnb: error: the \'breast-cancer\' dataset needs scikit-learn: pip install -e ".[datasets]" in a clone, pip install "dpnotebooks[datasets]" from a wheel\n', res.stderr
     assert not (work / "bc.json").exists()
     res = run(bindir / "dpnb", "experiment", "sosp-escape", "--quick", "--quiet", "--jobs", "2")
     assert res.returncode == 2 and 'pip install "dpnotebooks[experiments]"' in res.stderr, res.stderr

@@ -6,16 +6,16 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/core/backend.html.md"""
 
 # %% ../../nbs/core/00_backend.ipynb #ec8af37f
 from __future__ import annotations
-import hashlib, os, secrets
+import hashlib, os, secrets, warnings
 from contextlib import contextmanager
 from typing import NamedTuple
 import numpy as np
 from scipy.special import ndtri
 
 # %% auto #0
-__all__ = ['BACKENDS', 'NOISE_DTYPE', 'BackendUnavailableError', 'available_backends', 'set_backend', 'get_backend', 'get_xp',
-           'get_device', 'backend_dtype', 'get_dtype', 'use_backend', 'default_chunk', 'asarray', 'to_numpy', 'einsum',
-           'take_rows', 'vnorm', 'norms_last', 'RNGState', 'RNG', 'SecureGenerator', 'make_rng',
+__all__ = ['BACKENDS', 'ENV_ERROR', 'NOISE_DTYPE', 'BackendUnavailableError', 'available_backends', 'set_backend', 'get_backend',
+           'get_xp', 'get_device', 'backend_dtype', 'get_dtype', 'use_backend', 'default_chunk', 'asarray', 'to_numpy',
+           'einsum', 'take_rows', 'vnorm', 'norms_last', 'RNGState', 'RNG', 'SecureGenerator', 'make_rng',
            'other_cpu_environment']
 
 # %% ../../nbs/core/00_backend.ipynb #7995f2a5
@@ -123,13 +123,17 @@ def default_chunk() -> int:
     return 2**26 if _State.name == "cupy" else 2**22
 
 # %% ../../nbs/core/00_backend.ipynb #acd29476
+ENV_ERROR: list = []   # why `DPNB_BACKEND` could not be applied at import (the package then runs on numpy, and says so)
+
 def _backend_from_env():
-    "Apply `DPNB_BACKEND` (and `DPNB_DTYPE`) from the environment, if set."
+    "Apply `DPNB_BACKEND` (and `DPNB_DTYPE`) from the environment, if set; a backend this machine lacks warns and leaves numpy (the CLI refuses to run on it)."
     name, dtype = os.environ.get("DPNB_BACKEND"), os.environ.get("DPNB_DTYPE")
     if not (name or dtype): return
     try: set_backend(name or "numpy", dtype)
     except ValueError as err:
         raise ValueError(f"Environment variable DPNB_BACKEND={name!r} / DPNB_DTYPE={dtype!r} is invalid: {err}") from None
+    except BackendUnavailableError as err:                      # an import must not fail: `dpnb --help`, `--backend numpy` still work
+        ENV_ERROR.append(f"DPNB_BACKEND={name!r}: {err}"); warnings.warn(f"{ENV_ERROR[0]} The numpy backend runs instead.", stacklevel=2)
 
 _backend_from_env()
 

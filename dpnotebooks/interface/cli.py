@@ -8,7 +8,7 @@ Docs: https://dpnotebooks.github.io/dpnotebooks/interface/cli.html.md"""
 from __future__ import annotations
 import argparse, json, os, sys, warnings
 from pathlib import Path
-from ..core.backend import set_backend, BackendUnavailableError, BACKENDS
+from ..core.backend import set_backend, BackendUnavailableError, BACKENDS, ENV_ERROR
 from ..problems.base import list_problems
 from ..problems.dataset import MissingExtraError, parse_categorical
 from ..problems.data import SCALE_SHARE
@@ -101,7 +101,7 @@ def _resumed_run(args) -> dict:
     if args.checkpoint and args.checkpoint != args.resume: raise ValueError("Give either --resume PATH (continue) or --checkpoint PATH (start), not both.")
     base = vars(build_parser(["run"]).parse_args(["run", "--resume", args.resume]))       # what --resume leaves as it is
     if given := [k for k, v in vars(args).items() if k not in ("resume", "algorithm", "quiet", "out", "checkpoint", "checkpoint_every", "backend", "func") and v != base.get(k)]:
-        raise ValueError(f"--resume continues the run with the arguments its checkpoint holds: drop {', '.join('--' + k.replace('_', '-') for k in given)} "
+        raise ValueError(f"--resume continues the run with the arguments its checkpoint holds: drop {', '.join('--' + ('backend' if k == 'backend_run' else k.replace('_', '-')) for k in given)} "
                          "(to change them, start a new run).")
     req = _resume_request(args)
     set_backend(req["backend"])
@@ -131,7 +131,7 @@ def _out_path(out:str|None) -> Path|None:
     if p.is_dir(): raise ValueError(f"--out {out} is a folder: give a file path, e.g. --out {p / 'result.json'}.")
     try: p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err: raise ValueError(f"--out {out}: cannot make its folder ({err.strerror}). Choose a writable path.") from None
-    if p.exists() and not os.access(p, os.W_OK) or not os.access(p.parent, os.W_OK): raise ValueError(f"--out {out} is not writable. Choose a writable path.")
+    if not os.access(p if p.exists() else p.parent, os.W_OK): raise ValueError(f"--out {out} is not writable. Choose a writable path.")   # an existing file (/dev/stdout) needs only itself
     return p
 
 def cmd_run(args) -> int:
@@ -235,7 +235,7 @@ def _add_run_data(r):
     r.add_argument("--categorical", action="append", default=None, metavar="COLUMN=A,B,C", help="a .csv column's categories (public schema; repeat "
                    "per column, or give a .json {column: [categories]}): one-hot coded; a value outside them zeroes its record")
     r.add_argument("--n", type=positive_int, default=None, help="synthetic samples (default 20000; with --data: refused unless it matches)")
-    r.add_argument("--d", type=positive_int, default=None, help="synthetic dimension (default 10); with --data: its feature columns, refused unless they match; a headerless .csv without a held-out .csv needs it (its width is public input)")
+    r.add_argument("--d", type=positive_int, default=None, help="synthetic dimension (default 10); with --data: its feature columns as coded (a --categorical column counts one per category), refused unless they match; a headerless .csv without a held-out .csv needs it (its width is public input)")
     r.add_argument("--data-seed", type=int, default=0, help="seed of the synthetic data (default 0)")
     r.add_argument("--test-fraction", type=float, default=None, metavar="F", help="hold out this share of --data (a random split with --split-seed; not private)")
     r.add_argument("--split-seed", type=int, default=None, help="public seed of the --test-fraction split (default 0)")
@@ -386,6 +386,7 @@ def main(argv=None) -> int:
     args = build_parser([a for a in argv if a != "--backend" and a not in BACKENDS]).parse_args(argv)
     try:
         if args.backend: set_backend(args.backend)
+        elif ENV_ERROR: raise BackendUnavailableError(f"{ENV_ERROR[0]} Give --backend numpy (or another), or unset DPNB_BACKEND.")
         with warnings.catch_warnings():
             warnings.showwarning = _one_line
             return args.func(args)

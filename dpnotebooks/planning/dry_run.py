@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from ..problems.base import get_problem
 from ..problems.dataset import Dataset, read_records
-from ..problems.data import multiclass, private_scaler_ledger, split_budget, training_epsilon, compose
+from ..problems.data import multiclass, train_test_split, private_scaler_ledger, split_budget, training_epsilon, compose
 from ..privacy.ledger import Ledger
 from ..privacy.accounting import NEIGHBOURING
 from .catalog import ALGORITHMS
@@ -23,6 +23,10 @@ from .request import (RunRequest, BUNDLED, user_problem, problem_on, schema_clas
 __all__ = ['shape_problem', 'dry_run']
 
 # %% ../../nbs/planning/36b_dry_run.ipynb #ae7aca95
+def _training_side(ds:Dataset, req:RunRequest) -> Dataset:
+    "The rows the run trains on: all, or the training side of `--test-fraction`'s split (its sizes depend on n alone)."
+    return ds if req.test_fraction is None else train_test_split(ds, req.test_fraction, req.split_seed)[0]
+
 def shape_problem(req:RunRequest):
     "The problem a dry run prices: synthetic or bundled data as a run builds it; a private file's shape only (its records are zeros)."
     problem, n, d, data = req.problem, req.n, req.d, req.data
@@ -33,12 +37,12 @@ def shape_problem(req:RunRequest):
     k = 0 if ":" in problem else len(multiclass(problem, req.classes if data in BUNDLED else schema_classes(req.test, problem, req.classes, request_target(req), csv_pair(data, req.test), req.categorical)) or ())
     if data in BUNDLED:
         ds = bundled_data(data, problem, req.classes); check_size(n, d, ds, data)
-        return problem_on(problem, request_intercept(req)(ds), req.data_seed, req.hidden, k)
+        return problem_on(problem, request_intercept(req)(_training_side(ds, req)), req.data_seed, req.hidden, k)
     held = None if req.test is None or req.test in BUNDLED else held_out_file(req.test, None if ":" in problem else problem, schema_classes(req.test, problem, req.classes,   # public: checked as the run will
         request_target(req), csv_pair(data, req.test), req.categorical), request_target(req), req.categorical, csv_pair(data, req.test))
     shape = read_records(data, request_target(req), req.categorical, schema=csv_pair(data, req.test) and req.test, d=d)[0].shape; zeros = Dataset(np.zeros(shape), np.ones(shape[0]), Path(data).stem)
     check_size(n, d, zeros, data, held)
-    return problem_on(problem, request_intercept(req)(zeros), req.data_seed, req.hidden, k)
+    return problem_on(problem, request_intercept(req)(_training_side(zeros, req)), req.data_seed, req.hidden, k)
 
 # %% ../../nbs/planning/36b_dry_run.ipynb #f86f0197
 def dry_run(req:RunRequest) -> str:

@@ -102,7 +102,7 @@ def _override(problem, plan:Plan, alg, fields:dict) -> Plan:
     "`plan` with the user's record fields; re-priced unless the noise was given or only FREE fields moved; fitted to ε."
     fields = _check_fields(plan, fields)
     noise_given = bool(set(alg.params.NOISE) & set(fields))
-    if alg.private and (zero := [f for f in alg.params.NOISE if f in fields and np.any(np.asarray(fields[f], dtype=float) == 0)]): _check_noise(alg, plan, None, zero)
+    if alg.private and (zero := [f for f in alg.params.NOISE if f in fields and np.any(np.asarray(fields[f], dtype=float) == 0) and np.any(np.asarray(getattr(plan.params, f), dtype=float) != 0)]): _check_noise(alg, plan, None, zero)
     if fields:
         plan = plan.tune(**fields)
         if alg.private and not noise_given and set(fields) - set(alg.params.FREE):

@@ -12,7 +12,6 @@ from ..core.backend import get_backend, to_numpy
 from ..privacy.ledger import EVENT_FIELDS
 from ..privacy.accounting import NEIGHBOURING
 from .minimize import check_request
-from .cost import shaped
 from ..problems.base import capabilities
 from ..problems.data import class_targets
 from .tuning import (tune, accuracy, plan_tuning, default_grid, tuning_verdict, DEFAULT_MEAN_RUNS,  # noqa: F401 (the last three:
@@ -58,7 +57,6 @@ def tune_dry_run(req:RunRequest, grid:dict|None, mean_runs:float=DEFAULT_MEAN_RU
     algorithm, epsilon, delta = req.algorithm, req.epsilon, req.delta
     check_request(algorithm, epsilon, delta, None, None, **req.overrides)
     p = shape_problem(replace(req, n=None))
-    if req.test_fraction is not None: p = shaped(p, len(p.data) - int(round(len(p.data) * req.test_fraction)))   # the training side of the split
     grid = default_grid(p, algorithm, epsilon, delta, **req.overrides) if grid is None else grid
     tp = plan_tuning(p, algorithm, grid, epsilon, delta, mean_runs, distribution, validation_fraction=validation_fraction, score=score, **req.overrides)
     v = tuning_verdict(p, tp)

@@ -129,7 +129,7 @@ def accuracy(problem, # a classification `Problem` (a linear model, or a framewo
             ) -> float:
     "Fraction of `data` classified right at `x`: the classifier's own `score` (04_problems, 04e_losses)."
     if not capabilities(problem)["classifier"]:
-        raise ValueError(f"{type(problem).__name__} has no classifier: tune it with score='loss' (a clipped loss) instead of 'accuracy'.")
+        raise ValueError(f"{type(problem).__name__} has no classifier: tune it with score='loss' (a clipped loss; `dpnb tune --score loss`) instead of 'accuracy'.")
     return problem.score(x, data)
 
 def clipped_loss(problem, x, data, bound:float) -> float:
@@ -281,7 +281,7 @@ def plan_tuning(problem, # a `Problem` (only its size, dimension and constants a
     "The per-run budget ε₀ that makes the whole selection meet (ε, δ) (PS22); refuses before any data is read."
     eta, n_train, n_val = _check_tuning(len(problem.data), algorithm, epsilon, delta, mean_runs, distribution, eta, validation_fraction)
     if score == "accuracy" and not capabilities(problem)["classifier"]:
-        raise ValueError(f"{type(problem).__name__} has no classifier: tune it with score='loss' (a clipped loss) instead of 'accuracy'.")
+        raise ValueError(f"{type(problem).__name__} has no classifier: tune it with score='loss' (a clipped loss; `dpnb tune --score loss`) instead of 'accuracy'.")
     points, sens = grid_points(grid), score_sensitivity(score, n_val, loss_bound)
     from dpnotebooks.planning.minimize import split_overrides                               # an unknown knob is named as such, not priced as a budget too small
     split_overrides(get_algorithm(algorithm), dict(fixed, **{k: v for h in points for k, v in h.items()}))
@@ -399,6 +399,8 @@ def tune(problem, # a `Problem` with its (private) data
     "Private hyperparameter selection (Papernot & Steinke 2022): K random runs of Q on a random grid point, the best noisy score wins."
     if diagnostics not in (None, "nonprivate"): raise ValueError(f"`diagnostics` must be None or 'nonprivate'. Found {diagnostics!r}.")
     if when not in WHEN: raise ValueError(f"`when` must be one of {', '.join(map(repr, WHEN))}. Found {when!r}.")
+    from dpnotebooks.engine.faults import guard_records
+    problem = guard_records(problem)          # a user's class: a record its loss raises on is zeroed in the runs and in the noisy score (08b_faults)
     grid = default_grid(problem, algorithm, epsilon, delta, alpha, **fixed) if grid is None else grid
     tp = plan_tuning(problem, algorithm, grid, epsilon, delta, mean_runs, distribution, eta, validation_fraction, score, loss_bound, alpha, **fixed)
     verdict = tuning_verdict(problem, tp)

@@ -118,7 +118,7 @@ def optional_import(module:str, # the module to import, e.g. 'sklearn.datasets'
     try: return importlib.import_module(module)
     except ModuleNotFoundError as err:
         if (err.name or "").split(".")[0] != top: raise              # the package is there but broken: its own error
-        raise MissingExtraError(f'{what} needs {package or top}: pip install "dpnotebooks[{extra}]"') from err
+        raise MissingExtraError(f'{what} needs {package or top}: pip install -e ".[{extra}]" in a clone, pip install "dpnotebooks[{extra}]" from a wheel') from err
 
 def load_sklearn(name:str, # 'breast-cancer' or 'digits'
                  labels:str="pm1", # target coding: 'pm1' or '01' (digits: 5–9 against 0–4), or 'class' (digits: the ten digits 0..9)
@@ -307,8 +307,9 @@ def _named(target, categorical) -> bool:
 
 def _public_width(path:Path, d:int|None, categorical:dict|None) -> int:
     "The columns of a headerless PRIVATE .csv with no held-out .csv: from its declared feature count d (one-hot blocks back to one column each, plus y)."
-    if d is None: raise ValueError(f"{path.name} has no header and no held-out .csv, so its number of columns would be read from its rows (private): give "
-                                   "its feature columns, --d D (d= in Python), name its target column in a header (--target NAME), or give a held-out .csv (--test).")
+    if d is None: raise ValueError(f"{path.name}: nothing public declares its columns (a first row of names is read as a record unless a column is named), "
+                                   "and its number of columns would otherwise come from its rows (private). If it has a header, name its target column, "
+                                   "--target NAME; else give its feature columns, --d D (d= in Python), or a held-out .csv with the same columns (--test).")
     return int(d) + 1 - sum(len(c) - 1 for c in (categorical or {}).values())
 
 def _csv_schema(path:Path, target:int|str=-1, public:Path|None=None, categorical:dict|None=None, own:bool=False, d:int|None=None) -> tuple:
