@@ -291,7 +291,7 @@ def _add_run(sub, algorithm:str|None=None):
     r.add_argument("--max-seconds", type=float, default=3600.0, metavar="S",
                    help="refuse, before any data is read, a run estimated to take longer than S seconds here (default 3600; see --dry-run)")
     r.add_argument("--backend", dest="backend_run", choices=list(BACKENDS), default=None, help="array backend")
-    r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe constant or a field of the algorithm's parameter record (repeatable; `--dry-run` lists them)")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe constant or a field of the algorithm's parameter record (repeatable; `dpnb run ALGORITHM --help` lists them, `--dry-run` shows the plan they change)")
     r.add_argument("--out", default=None, help="write the JSON result here")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_run_checkpoint(r)
