@@ -64,7 +64,7 @@ def stop_if_nonfinite(t:int, # the step that produced `x`
 
 # %% ../../nbs/engine/08b_faults.ipynb #671011ec
 GUARDED = (("value", 1, False), ("grad", 1, False), ("value_each", 0, True), ("grad_each", 0, True), ("hess_each", 0, False))  # (method, record axis of its output, points split with the records)
-SCALARS = ("psi", "dpsi", "d2psi")   # a linear model's ψ(t, y) and its derivatives: the records on the last axis of t and y
+SCALARS = ("psi", "dpsi", "d2psi")   # a linear model's ψ(t, y) and its derivatives: the records on the one axis where y has more than one entry
 
 def _by_halves(call, lo:int, hi:int) -> list:
     "[(first record, output or None)] of `call(lo, hi)` over the two halves of [lo, hi), each whole unless it raises, then split again; None: one record that raises alone."
